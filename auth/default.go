@@ -1,0 +1,241 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// DefaultOptions configure Default. The zero value gives the behaviour of
+// the TypeScript SDK plus the VERCEL_TOKEN extension.
+type DefaultOptions struct {
+	// Token, TeamID and ProjectID are explicit credentials. When any is set
+	// all three are required (see Static) and nothing else is consulted.
+	Token, TeamID, ProjectID string
+
+	// DisableEnvAccessToken turns off the VERCEL_TOKEN tier, which the
+	// TypeScript SDK does not have.
+	DisableEnvAccessToken bool
+
+	// DisableLinkedProject turns off minting and refreshing OIDC tokens
+	// through .vercel/project.json and the Vercel CLI login.
+	DisableLinkedProject bool
+
+	// Refresher replaces the LinkedProjectRefresher used to mint and refresh
+	// OIDC tokens. It is then always consulted when no token is found.
+	Refresher Refresher
+
+	// Buffer, RefreshTimeout, RefreshBackoff, StaleOnRefreshFailure and
+	// OnRefreshError configure the OIDC providers; see OIDCOptions.
+	Buffer                time.Duration
+	RefreshTimeout        time.Duration
+	RefreshBackoff        time.Duration
+	StaleOnRefreshFailure bool
+	OnRefreshError        func(error)
+
+	// APIBaseURL and HTTPClient are used to mint OIDC tokens; defaults
+	// DefaultAPIBaseURL and http.DefaultClient.
+	APIBaseURL string
+	HTTPClient *http.Client
+
+	// System is the outside world; the zero value is the real process.
+	System System
+}
+
+// Default returns the provider that finds credentials the way the
+// TypeScript SDK does. On every call it takes the first of:
+//
+//  1. explicit Token, TeamID and ProjectID (any set: all required);
+//  2. an OIDC token in the context (WithOIDCToken, Middleware);
+//  3. the file named by VERCEL_OIDC_TOKEN_FILE, read on every call;
+//  4. VERCEL_OIDC_TOKEN;
+//  5. VERCEL_TOKEN with VERCEL_TEAM_ID (or VERCEL_ORG_ID) and
+//     VERCEL_PROJECT_ID; an extension, see DisableEnvAccessToken;
+//  6. an OIDC token minted for the project linked in .vercel/project.json
+//     (LinkedProjectRefresher), see DisableLinkedProject.
+//
+// Team and project of OIDC tokens come from their claims. Tokens from
+// tiers 3, 4 and 6 are refreshed before they expire (see OIDCProvider);
+// context tokens are used as given, since the platform renews them.
+//
+// An error from tiers 1 and 5 is returned as is. An error from an OIDC tier,
+// and the case where nothing applies, give an *OIDCContextError matching
+// ErrVercelOIDCContext when VERCEL_URL is set and ErrLocalOIDCContext
+// otherwise, wrapping the cause.
+//
+// Default does no I/O until Credentials is called. Differences from the
+// TypeScript SDK: no interactive login; explicit credentials are never
+// swapped for an ambient token; the process environment is never changed;
+// an empty string counts as missing; a token past its expiry that cannot be
+// refreshed is an error (see StaleOnRefreshFailure); failed refreshes back
+// off; the mint URL is escaped; the CLI's auth.json is never written.
+//
+// The provider implements Invalidator.
+func Default(opts DefaultOptions) Provider {
+	d := &defaultProvider{opts: opts, sys: opts.System}
+	var ref Refresher
+	if !opts.DisableLinkedProject {
+		ref = opts.Refresher
+		if ref == nil {
+			ref = &LinkedProjectRefresher{
+				APIBaseURL: opts.APIBaseURL,
+				HTTPClient: opts.HTTPClient,
+				Buffer:     opts.Buffer,
+				System:     opts.System,
+			}
+		}
+	}
+	newOIDC := func(src RawSource, label Source) *OIDCProvider {
+		return NewOIDCProvider(OIDCOptions{
+			Source:                src,
+			Refresher:             ref,
+			Label:                 label,
+			Buffer:                opts.Buffer,
+			RefreshTimeout:        opts.RefreshTimeout,
+			RefreshBackoff:        opts.RefreshBackoff,
+			StaleOnRefreshFailure: opts.StaleOnRefreshFailure,
+			OnRefreshError:        opts.OnRefreshError,
+			Clock:                 opts.System.Clock,
+			LookupEnv:             opts.System.LookupEnv,
+		})
+	}
+	d.file = newOIDC(envFileSource(d.sys), SourceOIDCFile)
+	d.env = newOIDC(FromEnv(EnvOIDCToken, opts.System.LookupEnv), SourceOIDCEnv)
+	d.linked = newOIDC(nil, SourceLinkedProject)
+	d.chain = Chain(
+		ProviderFunc(d.explicit),
+		ProviderFunc(d.fromContext),
+		ProviderFunc(d.fromFile),
+		ProviderFunc(d.fromEnv),
+		ProviderFunc(d.accessTokenEnv),
+		ProviderFunc(d.linkedProject),
+	)
+	return d
+}
+
+type defaultProvider struct {
+	opts              DefaultOptions
+	sys               System
+	chain             Provider
+	file, env, linked *OIDCProvider
+}
+
+var errNoOIDCToken = errors.New("no Vercel OIDC token: none in the request context, and " +
+	EnvOIDCTokenFile + " and " + EnvOIDCToken + " are unset")
+
+func (d *defaultProvider) Credentials(ctx context.Context) (Credentials, error) {
+	c, err := d.chain.Credentials(ctx)
+	if none, ok := err.(*noProviderError); ok {
+		return Credentials{}, d.guidance(none)
+	}
+	return c, err
+}
+
+// Invalidate forwards staleToken to the OIDC providers.
+func (d *defaultProvider) Invalidate(staleToken string) {
+	d.file.Invalidate(staleToken)
+	d.env.Invalidate(staleToken)
+	d.linked.Invalidate(staleToken)
+}
+
+// String describes the provider without its token.
+func (d *defaultProvider) String() string {
+	return fmt.Sprintf("auth.Default(token=%s, teamID=%q, projectID=%q)", redact(d.opts.Token), d.opts.TeamID, d.opts.ProjectID)
+}
+
+// GoString is String, so %#v does not print the token either.
+func (d *defaultProvider) GoString() string { return d.String() }
+
+func (d *defaultProvider) guidance(cause error) error {
+	return &OIDCContextError{OnVercel: d.sys.env("VERCEL_URL") != "", Cause: cause}
+}
+
+// oidcResult wraps an OIDC tier's error in the guidance error, except a
+// context error of the caller's own, which is returned as is.
+func (d *defaultProvider) oidcResult(ctx context.Context, c Credentials, err error) (Credentials, error) {
+	if err == nil {
+		return c, nil
+	}
+	if ce := ctx.Err(); ce != nil && errors.Is(err, ce) {
+		return Credentials{}, err
+	}
+	var oe *OIDCContextError
+	if errors.As(err, &oe) {
+		return Credentials{}, err
+	}
+	return Credentials{}, d.guidance(err)
+}
+
+func (d *defaultProvider) explicit(context.Context) (Credentials, error) {
+	o := d.opts
+	if o.Token == "" && o.TeamID == "" && o.ProjectID == "" {
+		return Credentials{}, ErrNotApplicable
+	}
+	return staticCredentials(o.Token, o.TeamID, o.ProjectID)
+}
+
+func (d *defaultProvider) fromContext(ctx context.Context) (Credentials, error) {
+	tok, ok := OIDCTokenFromContext(ctx)
+	if !ok {
+		return Credentials{}, ErrNotApplicable
+	}
+	c, err := ParseClaims(tok)
+	if err != nil {
+		return d.oidcResult(ctx, Credentials{}, err)
+	}
+	return credentialsFrom(tok, c, SourceOIDCContext), nil
+}
+
+func (d *defaultProvider) fromFile(ctx context.Context) (Credentials, error) {
+	if d.sys.env(EnvOIDCTokenFile) == "" {
+		return Credentials{}, ErrNotApplicable
+	}
+	c, err := d.file.Credentials(ctx)
+	return d.oidcResult(ctx, c, err)
+}
+
+func (d *defaultProvider) fromEnv(ctx context.Context) (Credentials, error) {
+	if d.sys.env(EnvOIDCToken) == "" {
+		return Credentials{}, notApplicable(errNoOIDCToken)
+	}
+	c, err := d.env.Credentials(ctx)
+	return d.oidcResult(ctx, c, err)
+}
+
+func (d *defaultProvider) accessTokenEnv(context.Context) (Credentials, error) {
+	if d.opts.DisableEnvAccessToken {
+		return Credentials{}, ErrNotApplicable
+	}
+	tok := d.sys.env("VERCEL_TOKEN")
+	if tok == "" {
+		return Credentials{}, ErrNotApplicable
+	}
+	team := firstNonEmpty(d.sys.env("VERCEL_TEAM_ID"), d.sys.env("VERCEL_ORG_ID"))
+	project := d.sys.env("VERCEL_PROJECT_ID")
+	var missing []string
+	if team == "" {
+		missing = append(missing, "VERCEL_TEAM_ID")
+	}
+	if project == "" {
+		missing = append(missing, "VERCEL_PROJECT_ID")
+	}
+	if len(missing) > 0 {
+		return Credentials{}, &MissingEnvError{Missing: missing}
+	}
+	return Credentials{Token: tok, TeamID: team, ProjectID: project, Source: SourceAccessTokenEnv}, nil
+}
+
+func (d *defaultProvider) linkedProject(ctx context.Context) (Credentials, error) {
+	if d.opts.DisableLinkedProject {
+		return Credentials{}, ErrNotApplicable
+	}
+	if d.opts.Refresher == nil && !d.linked.hasToken() {
+		if _, err := findProjectRoot(d.sys); err != nil {
+			return Credentials{}, notApplicable(err)
+		}
+	}
+	c, err := d.linked.Credentials(ctx)
+	return d.oidcResult(ctx, c, err)
+}

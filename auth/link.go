@@ -1,0 +1,119 @@
+package auth
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"path/filepath"
+)
+
+// projectLink is what `vercel link` writes into .vercel/project.json.
+type projectLink struct {
+	ProjectID string
+	OrgID     string
+}
+
+// findProjectRoot walks up from the working directory to the first
+// directory that contains a .vercel entry. The filesystem root itself is not
+// checked, as in the TypeScript SDK.
+func findProjectRoot(sys System) (string, error) {
+	dir, err := sys.getwd()
+	if err != nil {
+		return "", &msgError{msg: "cannot find the linked project", sentinel: ErrProjectNotLinked, cause: err}
+	}
+	for {
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		if _, err := sys.fs().Stat(filepath.Join(dir, ".vercel")); err == nil {
+			return dir, nil
+		}
+		dir = parent
+	}
+	return "", &msgError{
+		msg:      "Unable to find project root directory. Have you linked your project with `vc link?`",
+		sentinel: ErrProjectNotLinked,
+	}
+}
+
+// readProjectLink reads .vercel/project.json of the linked project.
+func readProjectLink(sys System) (projectLink, error) {
+	root, err := findProjectRoot(sys)
+	if err != nil {
+		return projectLink{}, err
+	}
+	data, err := sys.fs().ReadFile(filepath.Join(root, ".vercel", "project.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return projectLink{}, &msgError{
+			msg:      "project.json not found, have you linked your project with `vc link?`",
+			sentinel: ErrProjectNotLinked,
+		}
+	}
+	if err != nil {
+		return projectLink{}, &msgError{msg: "cannot read .vercel/project.json", sentinel: ErrProjectNotLinked, cause: err}
+	}
+	var raw map[string]any
+	if json.Unmarshal(data, &raw) != nil {
+		return projectLink{}, &msgError{msg: "cannot parse .vercel/project.json; try running `vc link` to re-link your project", sentinel: ErrProjectNotLinked}
+	}
+	p, pok := raw["projectId"].(string)
+	o, ook := raw["orgId"].(string)
+	if !pok && !ook {
+		return projectLink{}, &msgError{
+			msg:      "Expected a string-valued projectId property. Try running `vc link` to re-link your project.",
+			sentinel: ErrProjectNotLinked,
+		}
+	}
+	return projectLink{ProjectID: p, OrgID: o}, nil
+}
+
+// resolveTarget decides which project and team to mint a token for:
+// explicit values first, then the ones passed by the provider (from the
+// current token's claims), then .vercel/project.json.
+func resolveTarget(sys System, explicitProject, explicitTeam, project, team string) (string, string, error) {
+	project = firstNonEmpty(explicitProject, project)
+	team = firstNonEmpty(explicitTeam, team)
+	if project == "" || team == "" {
+		link, err := readProjectLink(sys)
+		if err != nil && project == "" {
+			return "", "", err
+		}
+		project = firstNonEmpty(project, link.ProjectID)
+		team = firstNonEmpty(team, link.OrgID)
+	}
+	if project == "" {
+		return "", "", &msgError{
+			msg:      "Failed to refresh OIDC token: No project specified. Try re-linking your project with `vc link`",
+			sentinel: ErrProjectNotLinked,
+		}
+	}
+	return project, team, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// validID reports whether id matches ^[A-Za-z0-9][A-Za-z0-9._-]*$, so that
+// it is safe to pass as a command-line argument or to use as a file name.
+func validID(id string) bool {
+	if id == "" {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}

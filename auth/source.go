@@ -1,0 +1,109 @@
+package auth
+
+import (
+	"context"
+	"net/http"
+	"strings"
+)
+
+// Names of the header and environment variables that carry a Vercel OIDC token.
+const (
+	// HeaderOIDCToken is the request header in which Vercel Functions
+	// receive a fresh OIDC token for each request.
+	HeaderOIDCToken = "x-vercel-oidc-token"
+	// EnvOIDCToken holds an OIDC token, for example from `vercel env pull`.
+	EnvOIDCToken = "VERCEL_OIDC_TOKEN"
+	// EnvOIDCTokenFile names a file that holds an OIDC token. The file is
+	// read again on every call, so it may be rotated while the process runs.
+	EnvOIDCTokenFile = "VERCEL_OIDC_TOKEN_FILE"
+)
+
+// RawSource reads an OIDC token from somewhere. ok is false when the source
+// has no token (which is not an error); err reports a source that is
+// configured but broken.
+type RawSource func(ctx context.Context) (token string, ok bool, err error)
+
+type oidcContextKey struct{}
+
+// WithOIDCToken returns a copy of ctx that carries an OIDC token, which the
+// Default provider then prefers over every ambient source. It is the Go
+// counterpart of the per-request x-vercel-oidc-token header.
+func WithOIDCToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, oidcContextKey{}, token)
+}
+
+// OIDCTokenFromContext returns the token stored by WithOIDCToken or
+// Middleware; ok is false when there is none or it is empty.
+func OIDCTokenFromContext(ctx context.Context) (token string, ok bool) {
+	token, _ = ctx.Value(oidcContextKey{}).(string)
+	return token, token != ""
+}
+
+// Middleware copies the x-vercel-oidc-token request header, when present,
+// into the request context with WithOIDCToken, so that sandbox calls made
+// while handling the request use that request's token.
+//
+// Use it only where the Vercel platform sets the header. Elsewhere a client
+// could send a token of its own and have the handler act with it.
+func Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tok := strings.TrimSpace(r.Header.Get(HeaderOIDCToken)); tok != "" {
+			r = r.WithContext(WithOIDCToken(r.Context(), tok))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// FromContext returns a RawSource that reads the token stored by
+// WithOIDCToken or Middleware.
+func FromContext() RawSource {
+	return func(ctx context.Context) (string, bool, error) {
+		tok, ok := OIDCTokenFromContext(ctx)
+		return tok, ok, nil
+	}
+}
+
+// FromEnv returns a RawSource that reads the environment variable name on
+// every call; an unset or empty variable gives no token. A nil lookup means
+// os.LookupEnv.
+func FromEnv(name string, lookup func(string) (string, bool)) RawSource {
+	sys := System{LookupEnv: lookup}
+	return func(context.Context) (string, bool, error) {
+		tok := strings.TrimSpace(sys.env(name))
+		return tok, tok != "", nil
+	}
+}
+
+// FromFile returns a RawSource that reads and trims the file at path on
+// every call, so a rotated file is picked up at once. A missing or empty file
+// is an error naming the path. A nil fsys means the operating system's.
+func FromFile(path string, fsys FS) RawSource {
+	sys := System{FS: fsys}
+	return func(context.Context) (string, bool, error) {
+		return readTokenFile(sys.fs(), path)
+	}
+}
+
+// envFileSource reads the file named by VERCEL_OIDC_TOKEN_FILE; no token
+// when the variable is unset.
+func envFileSource(sys System) RawSource {
+	return func(context.Context) (string, bool, error) {
+		path := sys.env(EnvOIDCTokenFile)
+		if path == "" {
+			return "", false, nil
+		}
+		return readTokenFile(sys.fs(), path)
+	}
+}
+
+func readTokenFile(fsys FS, path string) (string, bool, error) {
+	data, err := fsys.ReadFile(path)
+	if err != nil {
+		return "", false, &msgError{msg: "cannot read the Vercel OIDC token file", cause: err}
+	}
+	tok := strings.TrimSpace(string(data))
+	if tok == "" {
+		return "", false, &msgError{msg: "The Vercel OIDC token file is empty: " + path}
+	}
+	return tok, true, nil
+}

@@ -1,0 +1,50 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+)
+
+// Static returns a provider of fixed credentials, for CI and hosts outside
+// Vercel. Nothing is read from the environment and the token is not parsed.
+//
+// All three values are required. When one or two are missing, Credentials
+// returns a *MissingParamsError naming them in the order token, teamId,
+// projectId, with the message of the TypeScript SDK. Unlike the TypeScript SDK,
+// an empty string counts as missing.
+func Static(token, teamID, projectID string) Provider {
+	return staticProvider{token: token, teamID: teamID, projectID: projectID}
+}
+
+type staticProvider struct {
+	token, teamID, projectID string
+}
+
+func (s staticProvider) Credentials(context.Context) (Credentials, error) {
+	return staticCredentials(s.token, s.teamID, s.projectID)
+}
+
+// String describes the provider without its token.
+func (s staticProvider) String() string {
+	return fmt.Sprintf("auth.Static(token=%s, teamID=%q, projectID=%q)", redact(s.token), s.teamID, s.projectID)
+}
+
+// GoString is String, so %#v does not print the token either.
+func (s staticProvider) GoString() string { return s.String() }
+
+func staticCredentials(token, teamID, projectID string) (Credentials, error) {
+	var missing []string
+	if token == "" {
+		missing = append(missing, "token")
+	}
+	if teamID == "" {
+		missing = append(missing, "teamId")
+	}
+	if projectID == "" {
+		missing = append(missing, "projectId")
+	}
+	if len(missing) > 0 {
+		return Credentials{}, &MissingParamsError{Missing: missing}
+	}
+	return Credentials{Token: token, TeamID: teamID, ProjectID: projectID, Source: SourceExplicit}, nil
+}

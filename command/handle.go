@@ -1,0 +1,264 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"strings"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/capture"
+	"github.com/sbx-go/vercel-sandbox/internal/cmdstream"
+)
+
+// Ref identifies a command: enough to reattach to it from another process.
+// Its text form, "session/command" or "sandbox/session/command", can be
+// stored in a database and parsed back with ParseRef.
+type Ref struct {
+	SandboxName string // optional
+	SessionID   string
+	CommandID   string
+}
+
+// String returns the text form.
+func (r Ref) String() string {
+	if r.SandboxName != "" {
+		return r.SandboxName + "/" + r.SessionID + "/" + r.CommandID
+	}
+	return r.SessionID + "/" + r.CommandID
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (r Ref) MarshalText() ([]byte, error) {
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	return []byte(r.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (r *Ref) UnmarshalText(b []byte) error {
+	p, err := ParseRef(string(b))
+	if err != nil {
+		return err
+	}
+	*r = p
+	return nil
+}
+
+func (r Ref) validate() error {
+	for _, f := range []struct{ name, v string }{{"SessionID", r.SessionID}, {"CommandID", r.CommandID}} {
+		if f.v == "" {
+			return apierr.Invalid("Ref."+f.name, "empty")
+		}
+		if strings.ContainsAny(f.v, "/?#% \x00") {
+			return apierr.Invalid("Ref."+f.name, "invalid id %q", f.v)
+		}
+	}
+	if strings.ContainsAny(r.SandboxName, "/?#% \x00") {
+		return apierr.Invalid("Ref.SandboxName", "invalid name %q", r.SandboxName)
+	}
+	return nil
+}
+
+// ParseRef parses the text form of a Ref.
+func ParseRef(s string) (Ref, error) {
+	parts := strings.Split(strings.TrimSpace(s), "/")
+	var r Ref
+	switch len(parts) {
+	case 2:
+		r = Ref{SessionID: parts[0], CommandID: parts[1]}
+	case 3:
+		r = Ref{SandboxName: parts[0], SessionID: parts[1], CommandID: parts[2]}
+	default:
+		return Ref{}, apierr.Invalid("Ref", "%q is not session/command or sandbox/session/command", s)
+	}
+	if err := r.validate(); err != nil {
+		return Ref{}, err
+	}
+	return r, nil
+}
+
+// API is what a Handle needs from the Sandbox API. *sandbox.Client
+// implements it; tests may supply their own.
+type API interface {
+	// CommandInfo returns the command's state; with wait it blocks until
+	// the command has finished.
+	CommandInfo(ctx context.Context, ref Ref, wait bool) (Info, error)
+	// KillCommand sends sig to the command.
+	KillCommand(ctx context.Context, ref Ref, sig Signal) (Info, error)
+	// CommandLogs opens the command's log stream: NDJSON log lines replayed
+	// from the start, ending when the command does.
+	CommandLogs(ctx context.Context, ref Ref) (io.ReadCloser, error)
+}
+
+// Handle is a command started detached, or reattached by its Ref. It is
+// safe for concurrent use; every method does its own request.
+type Handle struct {
+	api  API
+	ref  Ref
+	info Info
+}
+
+// NewHandle returns a handle to the command ref names, using api. It does
+// no I/O; use Info to check that the command exists.
+func NewHandle(api API, ref Ref) (*Handle, error) {
+	if api == nil {
+		return nil, apierr.Invalid("api", "nil")
+	}
+	if err := ref.validate(); err != nil {
+		return nil, err
+	}
+	return &Handle{api: api, ref: ref, info: Info{ID: ref.CommandID, SessionID: ref.SessionID}}, nil
+}
+
+// NewStartedHandle is NewHandle for a command whose state is known.
+func NewStartedHandle(api API, ref Ref, info Info) (*Handle, error) {
+	h, err := NewHandle(api, ref)
+	if err != nil {
+		return nil, err
+	}
+	h.info = info
+	return h, nil
+}
+
+// Ref returns the reference to store for reattaching.
+func (h *Handle) Ref() Ref { return h.ref }
+
+// ID returns the command id.
+func (h *Handle) ID() string { return h.ref.CommandID }
+
+// SessionID returns the id of the session the command runs in.
+func (h *Handle) SessionID() string { return h.ref.SessionID }
+
+// Started returns the state reported when the handle was made, without a
+// request (the command's name, args and cwd when it was started here).
+func (h *Handle) Started() Info { return h.info }
+
+// Info fetches the command's current state.
+func (h *Handle) Info(ctx context.Context) (Info, error) {
+	return h.api.CommandInfo(ctx, h.ref, false)
+}
+
+// Wait blocks until the command finishes and returns its result. The
+// result carries no output: use Output or Logs for that. A non-zero exit
+// code gives the result and an *ExitError.
+func (h *Handle) Wait(ctx context.Context) (*Result, error) {
+	info, err := h.api.CommandInfo(ctx, h.ref, true)
+	if err != nil {
+		return nil, err
+	}
+	if info.ExitCode == nil {
+		return nil, cmdstream.EndedEarly(h.ref.SessionID, h.ref.CommandID, "before the command finished (wait answered without an exit code)")
+	}
+	res := &Result{CommandID: h.ref.CommandID, SessionID: h.ref.SessionID, ExitCode: *info.ExitCode,
+		StartedAt: info.StartedAt, Duration: info.Duration}
+	if res.ExitCode != 0 {
+		return res, &ExitError{Result: res}
+	}
+	return res, nil
+}
+
+// Kill sends sig to the command. Zero means SIGTERM.
+func (h *Handle) Kill(ctx context.Context, sig Signal) error {
+	if sig == 0 {
+		sig = SIGTERM
+	}
+	if sig < 0 {
+		return apierr.Invalid("signal", "negative signal %d", sig)
+	}
+	_, err := h.api.KillCommand(ctx, h.ref, sig)
+	return err
+}
+
+// Logs replays the command's output from the start and follows it until
+// the command ends. The sequence stops early, with an error, when ctx ends
+// or the stream breaks; a stream that ends while the command still runs
+// yields an error matching sandbox.ErrStreamEnded.
+func (h *Handle) Logs(ctx context.Context) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		body, err := h.api.CommandLogs(ctx, h.ref)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		defer body.Close()
+		dec := cmdstream.NewDecoder(body, h.ref.SessionID, h.ref.CommandID)
+		for {
+			f, err := dec.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					err = ctx.Err()
+				}
+				yield(Event{}, err)
+				return
+			}
+			switch f.Kind {
+			case cmdstream.KindStdout:
+				if !yield(Event{Stream: Stdout, Data: f.Data}, nil) {
+					return
+				}
+			case cmdstream.KindStderr:
+				if !yield(Event{Stream: Stderr, Data: f.Data}, nil) {
+					return
+				}
+			default:
+				yield(Event{}, &apierr.StreamError{Code: "malformed_frame", Message: "command line in a log stream",
+					SessionID: h.ref.SessionID, CommandID: h.ref.CommandID})
+				return
+			}
+		}
+		// A log stream has no final frame: it ends when the command does.
+		// Check, so that a cut stream is not mistaken for the end.
+		info, err := h.api.CommandInfo(ctx, h.ref, false)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		if !info.Done() {
+			yield(Event{}, cmdstream.EndedEarly(h.ref.SessionID, h.ref.CommandID, "while the command was still running"))
+		}
+	}
+}
+
+// CopyOutput streams the command's output into stdout and stderr (either
+// may be nil) until the command ends.
+func (h *Handle) CopyOutput(ctx context.Context, stdout, stderr io.Writer) error {
+	for ev, err := range h.Logs(ctx) {
+		if err != nil {
+			return err
+		}
+		w := stdout
+		if ev.Stream == Stderr {
+			w = stderr
+		}
+		if w != nil {
+			if _, err := w.Write(ev.Data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ErrOutputTruncated is returned with the kept output when Output had to
+// drop bytes beyond DefaultCaptureLimit.
+var ErrOutputTruncated = errors.New("command output exceeded the capture limit and was truncated")
+
+// Output waits for the command's output to end and returns it, up to
+// DefaultCaptureLimit bytes per stream (beyond that it returns what it kept
+// and ErrOutputTruncated). Use CopyOutput for unbounded output.
+func (h *Handle) Output(ctx context.Context) (stdout, stderr []byte, err error) {
+	o, e := capture.New(DefaultCaptureLimit), capture.New(DefaultCaptureLimit)
+	if err := h.CopyOutput(ctx, o, e); err != nil {
+		return o.Bytes(), e.Bytes(), err
+	}
+	if o.Truncated() || e.Truncated() {
+		return o.Bytes(), e.Bytes(), ErrOutputTruncated
+	}
+	return o.Bytes(), e.Bytes(), nil
+}

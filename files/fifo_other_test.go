@@ -1,0 +1,5 @@
+//go:build !unix
+
+package files
+
+func mkfifo(string) error { return errNoFIFO }

@@ -1,0 +1,422 @@
+package files
+
+import (
+	"archive/tar"
+	"bufio"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+)
+
+// DefaultProgressInterval is the least time between two progress reports
+// unless WithProgressInterval says otherwise.
+const DefaultProgressInterval = 100 * time.Millisecond
+
+const (
+	copyBufSize = 64 << 10 // one read from a source
+	outBufSize  = 64 << 10 // batches the small writes of the compressor
+)
+
+// Progress reports how far the writing of an archive has come.
+type Progress struct {
+	Name       string // archive name of the entry being written (or the last one)
+	Entry      int    // index of that entry
+	Entries    int    // number of entries
+	Bytes      int64  // content bytes read from the sources so far
+	TotalBytes int64  // sum of the entries' sizes
+	Compressed int64  // archive bytes handed to the destination so far
+	Done       bool   // the archive is complete (the last report)
+}
+
+// Option configures WriteTarGz and NewTarGzReader.
+type Option func(*config)
+
+type config struct {
+	level    int
+	progress func(Progress)
+	interval time.Duration
+	modTime  time.Time
+}
+
+// WithLevel sets the gzip compression level: gzip.DefaultCompression (the
+// default), gzip.NoCompression, gzip.BestSpeed through gzip.BestCompression,
+// or gzip.HuffmanOnly. Already-compressed content uploads faster with
+// gzip.BestSpeed or gzip.NoCompression.
+func WithLevel(level int) Option {
+	return func(c *config) { c.level = level }
+}
+
+// WithProgress calls fn with the state of the writing: at the start, then at
+// most once per progress interval (see WithProgressInterval), and once more
+// when the archive is complete (Done set). fn runs on the writing goroutine
+// and should return quickly.
+func WithProgress(fn func(Progress)) Option {
+	return func(c *config) { c.progress = fn }
+}
+
+// WithProgressInterval sets the least time between two progress reports
+// (default DefaultProgressInterval). Zero or negative reports after every
+// read of a source, which is meant for tests.
+func WithProgressInterval(d time.Duration) Option {
+	return func(c *config) { c.interval = d }
+}
+
+// WithModTime sets the modification time recorded for every entry (rounded
+// to the second). The default is the time the writing starts.
+func WithModTime(t time.Time) Option {
+	return func(c *config) { c.modTime = t }
+}
+
+func newConfig(opts []Option) (config, error) {
+	c := config{level: gzip.DefaultCompression, interval: DefaultProgressInterval}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.level < gzip.HuffmanOnly || c.level > gzip.BestCompression {
+		return c, apierr.Invalid("Level", "gzip level %d is not between %d and %d", c.level, gzip.HuffmanOnly, gzip.BestCompression)
+	}
+	return c, nil
+}
+
+// plan is a validated list of entries with their archive names.
+type plan struct {
+	entries []Entry
+	names   []string
+	total   int64
+}
+
+// Validate checks entries as the writers do before writing anything: every
+// entry must come from a constructor, have a destination that EntryName
+// accepts (relative paths need an absolute cwd), a size of zero or more and
+// a valid mode (see Entry.WithMode); no two entries may have the same
+// archive name, and no entry may be a parent directory of another. Problems
+// are reported as an *apierr.InputError naming the field, e.g.
+// "entries[3].Path".
+func Validate(cwd string, entries []Entry) error {
+	_, err := newPlan(cwd, entries)
+	return err
+}
+
+func newPlan(cwd string, entries []Entry) (*plan, error) {
+	p := &plan{entries: entries, names: make([]string, len(entries))}
+	files := make(map[string]int, len(entries))
+	dirs := make(map[string]int)
+	for i, e := range entries {
+		field := fmt.Sprintf("entries[%d]", i)
+		if e.open == nil {
+			return nil, apierr.Invalid(field, "zero Entry: use FromBytes, FromString, FromReader, FromFile, FromFS or FromDir")
+		}
+		name, f, reason := entryName(cwd, e.path)
+		if reason != "" {
+			if f == "cwd" {
+				return nil, apierr.Invalid("cwd", "%s (needed by %s.Path)", reason, field)
+			}
+			return nil, apierr.Invalid(field+".Path", "%s", reason)
+		}
+		if e.size < 0 {
+			return nil, apierr.Invalid(field+".Size", "negative size %d", e.size)
+		}
+		if e.size > math.MaxInt64-p.total {
+			return nil, apierr.Invalid(field+".Size", "total size overflows")
+		}
+		if e.mode&^modeMask != 0 {
+			return nil, apierr.Invalid(field+".Mode", "mode %v (%#o) has bits other than permission, setuid, setgid and sticky", e.mode, uint32(e.mode))
+		}
+		if j, ok := files[name]; ok {
+			return nil, apierr.Invalid(field+".Path", "%s has the same destination %s as entries[%d]", quote(e.path), quote("/"+name), j)
+		}
+		if j, ok := dirs[name]; ok {
+			return nil, apierr.Invalid(field+".Path", "destination %s is a parent directory of entries[%d]", quote("/"+name), j)
+		}
+		// Record the parent directories, longest first. When one is known
+		// already, so are all above it, and none of them is a file.
+		for k := strings.LastIndexByte(name, '/'); k > 0; k = strings.LastIndexByte(name[:k], '/') {
+			d := name[:k]
+			if _, ok := dirs[d]; ok {
+				break
+			}
+			if j, ok := files[d]; ok {
+				return nil, apierr.Invalid(field+".Path", "parent directory %s of %s is the file of entries[%d]", quote("/"+d), quote(e.path), j)
+			}
+			dirs[d] = i
+		}
+		files[name] = i
+		p.names[i] = name
+		p.total += e.size
+	}
+	return p, nil
+}
+
+// WriteTarGz writes the entries as a gzip-compressed tar archive into w, in
+// the format of fs/write: one regular-file entry per Entry, named by
+// EntryName(cwd, path), with the entry's mode, uid and gid 0, and a common
+// modification time; USTAR headers, PAX records for long or non-ASCII names.
+//
+// Entries are validated first (see Validate); nothing is written if one is
+// invalid. Contents are then read one entry at a time through a fixed
+// buffer, so memory use does not depend on their sizes. A source that yields
+// a different number of bytes than its size, or fails to open or read, ends
+// the writing with an *EntryError; the archive is then incomplete.
+//
+// WriteTarGz checks ctx between reads and returns ctx.Err() once it is done.
+// It cannot interrupt a Write to w or a Read of a source that blocks.
+func WriteTarGz(ctx context.Context, w io.Writer, cwd string, entries []Entry, opts ...Option) error {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return err
+	}
+	p, err := newPlan(cwd, entries)
+	if err != nil {
+		return err
+	}
+	return p.write(ctx, w, cfg)
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// writeError marks an error of the destination, so that it is not taken for
+// an error of a source.
+type writeError struct{ err error }
+
+func (e writeError) Error() string { return e.err.Error() }
+func (e writeError) Unwrap() error { return e.err }
+
+func (p *plan) write(ctx context.Context, w io.Writer, cfg config) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// fail reports an error of the destination, or ctx's error when ctx
+	// ended (which is often why the destination failed).
+	fail := func(err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		return fmt.Errorf("files: write archive: %w", err)
+	}
+	mtime := cfg.modTime
+	if mtime.IsZero() {
+		mtime = time.Now()
+	}
+	mtime = mtime.Truncate(time.Second)
+
+	cw := &countWriter{w: w}
+	bw := bufio.NewWriterSize(cw, outBufSize)
+	gz, err := gzip.NewWriterLevel(bw, cfg.level)
+	if err != nil {
+		return apierr.Invalid("Level", "%v", err)
+	}
+	tw := tar.NewWriter(gz)
+	pr := progress{fn: cfg.progress, interval: cfg.interval, cw: cw}
+	pr.p.Entries = len(p.entries)
+	pr.p.TotalBytes = p.total
+	buf := make([]byte, copyBufSize)
+
+	for i, e := range p.entries {
+		pr.p.Entry, pr.p.Name = i, p.names[i]
+		pr.report(false)
+		hdr := &tar.Header{
+			Typeflag: tar.TypeReg,
+			Name:     p.names[i],
+			Mode:     tarMode(e.mode),
+			Size:     e.size,
+			ModTime:  mtime,
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fail(err)
+		}
+		if err := copyEntry(ctx, tw, e, buf, &pr); err != nil {
+			var we writeError
+			if errors.As(err, &we) {
+				return fail(we.err)
+			}
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			return &EntryError{Index: i, Name: p.names[i], Err: err}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fail(err)
+	}
+	if err := gz.Close(); err != nil {
+		return fail(err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fail(err)
+	}
+	pr.report(true)
+	return nil
+}
+
+// copyEntry copies exactly e.size bytes of e's content into tw.
+func copyEntry(ctx context.Context, tw io.Writer, e Entry, buf []byte, pr *progress) (err error) {
+	src, err := e.open()
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	defer func() {
+		if cerr := src.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close: %w", cerr)
+		}
+	}()
+	remaining := e.size
+	eof := false
+	for remaining > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if eof {
+			return fmt.Errorf("%w: declared %d bytes, got %d", ErrSizeMismatch, e.size, e.size-remaining)
+		}
+		chunk := buf
+		if int64(len(chunk)) > remaining {
+			chunk = chunk[:remaining]
+		}
+		n, rerr := src.Read(chunk)
+		if n > 0 {
+			if _, werr := tw.Write(chunk[:n]); werr != nil {
+				return writeError{werr}
+			}
+			remaining -= int64(n)
+			pr.add(int64(n))
+		}
+		switch {
+		case rerr == io.EOF:
+			eof = true
+		case rerr != nil:
+			return fmt.Errorf("read: %w", rerr)
+		}
+	}
+	if eof {
+		return nil
+	}
+	// The declared size is reached: the source must be at its end.
+	var probe [1]byte
+	for range 100 {
+		n, rerr := src.Read(probe[:])
+		if n > 0 {
+			return fmt.Errorf("%w: declared %d bytes, the source has more", ErrSizeMismatch, e.size)
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return fmt.Errorf("read: %w", rerr)
+		}
+	}
+	return fmt.Errorf("read: %w", io.ErrNoProgress)
+}
+
+// progress rate-limits progress reports.
+type progress struct {
+	fn       func(Progress)
+	interval time.Duration
+	last     time.Time
+	cw       *countWriter
+	p        Progress
+}
+
+func (pr *progress) add(n int64) {
+	pr.p.Bytes += n
+	pr.report(false)
+}
+
+func (pr *progress) report(done bool) {
+	if pr.fn == nil {
+		return
+	}
+	now := time.Now()
+	if !done && !pr.last.IsZero() && now.Sub(pr.last) < pr.interval {
+		return
+	}
+	pr.last = now
+	pr.p.Compressed = pr.cw.n
+	pr.p.Done = done
+	pr.fn(pr.p)
+}
+
+// NewTarGzReader returns the archive that WriteTarGz would write, as a
+// reader: suitable as a streaming HTTP request body. The entries are
+// validated now (see Validate). The archive is produced by one goroutine
+// that starts at the first Read and writes through an io.Pipe, so nothing is
+// buffered beyond a few small fixed buffers.
+//
+// When ctx ends, Read returns ctx.Err() and the goroutine stops. A source or
+// size error ends the stream with that error. Close stops the goroutine and
+// waits for it to end (which it does as soon as a blocked Read of a source
+// returns); it must be called when the reader is no longer used, after a
+// complete read too. Read after Close returns io.ErrClosedPipe.
+//
+// An archive of entries that are not Replayable can be read only once.
+func NewTarGzReader(ctx context.Context, cwd string, entries []Entry, opts ...Option) (io.ReadCloser, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPlan(cwd, entries)
+	if err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	return &tarGzReader{ctx: ctx, plan: p, cfg: cfg, pr: pr, pw: pw, done: make(chan struct{})}, nil
+}
+
+type tarGzReader struct {
+	ctx     context.Context
+	plan    *plan
+	cfg     config
+	pr      *io.PipeReader
+	pw      *io.PipeWriter
+	start   sync.Once
+	started bool
+	done    chan struct{}
+}
+
+func (r *tarGzReader) run() {
+	defer close(r.done)
+	// A cancelled ctx ends the stream at once, even while the writer is
+	// blocked in the pipe waiting for a reader that no longer reads.
+	stop := context.AfterFunc(r.ctx, func() { r.pw.CloseWithError(r.ctx.Err()) })
+	err := r.plan.write(r.ctx, r.pw, r.cfg)
+	stop()
+	_ = r.pw.CloseWithError(err) // nil closes with io.EOF
+}
+
+// Read implements io.Reader.
+func (r *tarGzReader) Read(b []byte) (int, error) {
+	r.start.Do(func() {
+		r.started = true
+		go r.run()
+	})
+	return r.pr.Read(b)
+}
+
+// Close implements io.Closer.
+func (r *tarGzReader) Close() error {
+	r.start.Do(func() {}) // no goroutine may start after Close
+	_ = r.pr.Close()
+	if r.started {
+		<-r.done
+	}
+	return nil
+}

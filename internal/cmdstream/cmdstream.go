@@ -1,0 +1,101 @@
+// Package cmdstream decodes the NDJSON streams of the command endpoints:
+// the attached run (a started-command line, log lines, a finished-command
+// line) and the log stream (log lines only).
+package cmdstream
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/ndjson"
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
+)
+
+// Kind is the kind of a decoded frame.
+type Kind int
+
+// Frame kinds.
+const (
+	KindStdout Kind = iota + 1
+	KindStderr
+	KindCommand
+)
+
+// Frame is one decoded line.
+type Frame struct {
+	Kind    Kind
+	Data    []byte        // log data, for KindStdout and KindStderr
+	Command *wire.Command // for KindCommand
+}
+
+// Decoder reads frames. It is not safe for concurrent use.
+type Decoder struct {
+	r         *ndjson.Reader
+	sessionID string
+	commandID string
+}
+
+// NewDecoder returns a decoder over an NDJSON body.
+func NewDecoder(body io.Reader, sessionID, commandID string) *Decoder {
+	return &Decoder{r: ndjson.NewReader(body, 0), sessionID: sessionID, commandID: commandID}
+}
+
+// SetCommandID names the command in the errors that follow.
+func (d *Decoder) SetCommandID(id string) { d.commandID = id }
+
+// Next returns the next frame. A clean end of the body gives io.EOF; an
+// error frame gives a *apierr.StreamError with its code; a read error gives
+// a *apierr.StreamError that wraps it; a line that is not a valid frame
+// gives a *apierr.StreamError with code "malformed_frame".
+func (d *Decoder) Next() (Frame, error) {
+	line, err := d.r.Next()
+	if err != nil {
+		if err == io.EOF {
+			return Frame{}, io.EOF
+		}
+		return Frame{}, &apierr.StreamError{Code: "stream_ended_early", Message: "reading the stream failed",
+			SessionID: d.sessionID, CommandID: d.commandID, Err: err}
+	}
+	var f wire.Frame
+	if err := json.Unmarshal(line, &f); err != nil {
+		return Frame{}, d.malformed(err)
+	}
+	if f.Command != nil {
+		return Frame{Kind: KindCommand, Command: f.Command}, nil
+	}
+	switch f.Stream {
+	case "stdout", "stderr":
+		var s string
+		if err := json.Unmarshal(f.Data, &s); err != nil {
+			return Frame{}, d.malformed(fmt.Errorf("data of a %s frame is not a string: %w", f.Stream, err))
+		}
+		k := KindStdout
+		if f.Stream == "stderr" {
+			k = KindStderr
+		}
+		return Frame{Kind: k, Data: []byte(s)}, nil
+	case "error":
+		var ed wire.StreamErrorData
+		if err := json.Unmarshal(f.Data, &ed); err != nil || ed.Code == "" {
+			ed.Code = "stream_error"
+			if ed.Message == "" {
+				ed.Message = string(f.Data)
+			}
+		}
+		return Frame{}, &apierr.StreamError{Code: ed.Code, Message: ed.Message, SessionID: d.sessionID, CommandID: d.commandID}
+	}
+	return Frame{}, d.malformed(errors.New("line is neither a command nor a log line"))
+}
+
+func (d *Decoder) malformed(err error) error {
+	return &apierr.StreamError{Code: "malformed_frame", Message: err.Error(), SessionID: d.sessionID, CommandID: d.commandID}
+}
+
+// EndedEarly is the error of a stream that ended before its final frame.
+func EndedEarly(sessionID, commandID, what string) error {
+	return &apierr.StreamError{Code: "stream_ended_early", Message: "the stream ended " + what,
+		SessionID: sessionID, CommandID: commandID}
+}

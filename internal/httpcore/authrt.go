@@ -1,0 +1,111 @@
+package httpcore
+
+import (
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/sbx-go/vercel-sandbox/auth"
+)
+
+var errInsecure = errors.New("vercel sandbox: refusing to send credentials over plain http to a non-loopback host")
+
+// credentialError marks a failure to obtain credentials, which no retry
+// can mend.
+type credentialError struct{ err error }
+
+func (e *credentialError) Error() string { return e.err.Error() }
+func (e *credentialError) Unwrap() error { return e.err }
+
+func isCredentialError(err error) bool {
+	var ce *credentialError
+	return errors.As(err, &ce)
+}
+
+// authTransport sets the headers every attempt needs: credentials (asked
+// for afresh, so a refreshed token is used by a retry), the team, the user
+// agent. On a 401 from a provider that can invalidate its token, it sends
+// the request once more with a new token when the body can be replayed.
+type authTransport struct {
+	c    *Client
+	next http.RoundTripper
+}
+
+func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "https" && !IsLoopback(req.URL.Hostname()) {
+		closeBody(req)
+		return nil, errInsecure
+	}
+	r, tok, err := t.authorize(req)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	resp, err := t.next.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		return resp, err
+	}
+	inv, ok := t.c.provider.(auth.Invalidator)
+	if !ok || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
+		return resp, nil
+	}
+	var body io.ReadCloser
+	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
+		if body, err = req.GetBody(); err != nil {
+			return resp, nil
+		}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	inv.Invalidate(tok)
+	r2 := req.Clone(req.Context())
+	if body != nil {
+		r2.Body = body
+	}
+	r2, _, err = t.authorize(r2)
+	if err != nil {
+		if body != nil {
+			body.Close()
+		}
+		return nil, err
+	}
+	return t.next.RoundTrip(r2)
+}
+
+func (t *authTransport) authorize(req *http.Request) (*http.Request, string, error) {
+	cr, err := t.c.provider.Credentials(req.Context())
+	if err != nil {
+		return nil, "", &credentialError{err: err}
+	}
+	team := cr.TeamID
+	if t.c.teamID != "" {
+		team = t.c.teamID
+	}
+	r := req.Clone(req.Context())
+	r.Body = req.Body
+	if cr.Token != "" {
+		r.Header.Set("Authorization", "Bearer "+cr.Token)
+	}
+	r.Header.Set("User-Agent", t.c.ua)
+	q := r.URL.Query()
+	q.Del("teamId")
+	rest := q.Encode()
+	raw := ""
+	if team != "" {
+		raw = "teamId=" + urlQueryEscape(team)
+	}
+	if rest != "" {
+		if raw != "" {
+			raw += "&"
+		}
+		raw += rest
+	}
+	r.URL.RawQuery = raw
+	return r, cr.Token, nil
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}

@@ -1,0 +1,234 @@
+// Package sandbox is a Go client for Vercel Sandbox: isolated Linux
+// microVMs that run untrusted or heavy code.
+//
+// A Client holds credentials and the HTTP transport; it creates, finds,
+// lists and deletes sandboxes. A *Sandbox is a handle to one named sandbox
+// and its current session: run commands on it, read and write files, extend
+// or stop it. Calls on a Sandbox whose session has stopped resume it
+// transparently (see WithAutoResume).
+//
+// Every call that does I/O takes a context first; cancelling it ends the
+// call. Errors are typed: *APIError for answers of the API, matched with
+// errors.Is against ErrNotFound, ErrGone and the other sentinels.
+package sandbox
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/auth"
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+)
+
+// DefaultBaseURL is the API the client talks to by default.
+const DefaultBaseURL = "https://vercel.com/api"
+
+// Version is the version of this library, sent in the user agent.
+const Version = httpcore.Version
+
+// Errors returned by the API calls, for errors.As.
+type (
+	// APIError is a non-2xx answer of the API.
+	APIError = apierr.Error
+	// OutcomeUnknownError reports a call that is not safe to repeat and
+	// failed in a way that leaves open whether it took effect.
+	OutcomeUnknownError = apierr.OutcomeUnknownError
+	// StreamError is an NDJSON stream that failed after its 200 answer.
+	StreamError = apierr.StreamError
+	// InputError is invalid input refused before any request.
+	InputError = apierr.InputError
+	// DecodeError is a 2xx answer whose body could not be decoded.
+	DecodeError = apierr.DecodeError
+)
+
+// Sentinel errors for errors.Is.
+var (
+	ErrNotFound      = apierr.ErrNotFound      // 404
+	ErrGone          = apierr.ErrGone          // 410: the session has stopped
+	ErrStopping      = apierr.ErrStopping      // 422 sandbox_stopping or sandbox_snapshotting
+	ErrRateLimited   = apierr.ErrRateLimited   // 429; APIError.RetryAfter says how long to wait
+	ErrUnauthorized  = apierr.ErrUnauthorized  // 401
+	ErrForbidden     = apierr.ErrForbidden     // 403
+	ErrBadRequest    = apierr.ErrBadRequest    // 400
+	ErrConflict      = apierr.ErrConflict      // 409
+	ErrServer        = apierr.ErrServer        // 5xx
+	ErrUnknownResult = apierr.ErrUnknownResult // see OutcomeUnknownError
+	ErrStreamEnded   = apierr.ErrStreamEnded   // a stream ended before its final frame
+	ErrInvalidInput  = apierr.ErrInvalidInput  // see InputError
+	ErrDecode        = apierr.ErrDecode        // see DecodeError
+)
+
+// RetryPolicy configures retries; see WithRetryPolicy.
+type RetryPolicy = httpcore.RetryPolicy
+
+// RetryEvent describes a retry about to happen.
+type RetryEvent = httpcore.RetryEvent
+
+// Middleware wraps every attempt of every request (after credentials are
+// set). It must call next at most once.
+type Middleware = httpcore.Middleware
+
+// RoundTripFunc is the next step of a Middleware chain.
+type RoundTripFunc = httpcore.RoundTripFunc
+
+// Client talks to the Vercel Sandbox API. It is safe for concurrent use;
+// create one and share it.
+type Client struct {
+	core       *httpcore.Client
+	autoResume bool
+	onResume   func(ResumeEvent)
+}
+
+// ResumeEvent reports that a stopped sandbox was resumed.
+type ResumeEvent struct {
+	SandboxName  string
+	OldSessionID string
+	NewSessionID string
+}
+
+type config struct {
+	provider   auth.Provider
+	httpClient *http.Client
+	transport  http.RoundTripper
+	baseURL    string
+	team       string
+	project    string
+	retry      RetryPolicy
+	logger     *slog.Logger
+	ua         string
+	middleware []Middleware
+	timeout    time.Duration
+	autoResume bool
+	onResume   func(ResumeEvent)
+	errs       []error
+}
+
+// Option configures a Client.
+type Option func(*config)
+
+// WithCredentials sets the credentials provider. The default is
+// auth.Default(auth.DefaultOptions{}), which reads the environment.
+func WithCredentials(p auth.Provider) Option {
+	return func(c *config) {
+		if p == nil {
+			c.errs = append(c.errs, apierr.Invalid("WithCredentials", "nil provider"))
+		}
+		c.provider = p
+	}
+}
+
+// WithToken uses a fixed access token for the given team and project.
+func WithToken(token, teamID, projectID string) Option {
+	return func(c *config) {
+		c.provider = auth.Static(token, teamID, projectID)
+	}
+}
+
+// WithHTTPClient uses hc's Transport for every request. hc.Timeout, when
+// set, bounds each non-streaming request; streams (command output, file
+// downloads, waits) are bounded only by their context.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *config) {
+		if hc == nil {
+			c.errs = append(c.errs, apierr.Invalid("WithHTTPClient", "nil client"))
+			return
+		}
+		c.httpClient = hc
+	}
+}
+
+// WithTransport sets the http.RoundTripper under the client's own layers
+// (credentials, middleware, retries).
+func WithTransport(rt http.RoundTripper) Option {
+	return func(c *config) {
+		if rt == nil {
+			c.errs = append(c.errs, apierr.Invalid("WithTransport", "nil transport"))
+		}
+		c.transport = rt
+	}
+}
+
+// WithBaseURL sets the API base URL (default https://vercel.com/api).
+// Plain http is accepted only for loopback addresses.
+func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
+
+// WithTeam overrides the team the credentials name.
+func WithTeam(teamID string) Option { return func(c *config) { c.team = teamID } }
+
+// WithProject overrides the project the credentials name.
+func WithProject(projectID string) Option { return func(c *config) { c.project = projectID } }
+
+// WithRetryPolicy configures retries. The default makes at most 3 attempts
+// with a 400 ms jittered exponential backoff, and waits for Retry-After up
+// to 20 s.
+func WithRetryPolicy(p RetryPolicy) Option { return func(c *config) { c.retry = p } }
+
+// WithLogger sets the logger for retries, resumes and request summaries
+// (debug level). The default discards. Tokens are never logged.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithUserAgent appends s to the user agent.
+func WithUserAgent(s string) Option { return func(c *config) { c.ua = s } }
+
+// WithMiddleware adds middleware; the first given is the outermost.
+func WithMiddleware(m ...Middleware) Option {
+	return func(c *config) { c.middleware = append(c.middleware, m...) }
+}
+
+// WithRequestTimeout bounds each attempt of a non-streaming request.
+func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithAutoResume sets whether a Sandbox handle resumes its sandbox when a
+// call finds the session stopped (410) or stopping (422), and replays the
+// call once. It is on by default. Replays happen only after the API refused
+// the call outright, never after a stream broke.
+func WithAutoResume(on bool) Option { return func(c *config) { c.autoResume = on } }
+
+// WithOnResume sets a function called after a Sandbox handle resumed.
+func WithOnResume(f func(ResumeEvent)) Option { return func(c *config) { c.onResume = f } }
+
+// NewClient returns a client. Options are validated at once; credentials
+// are looked up on the first call.
+func NewClient(opts ...Option) (*Client, error) {
+	cfg := config{baseURL: DefaultBaseURL, autoResume: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if len(cfg.errs) > 0 {
+		return nil, cfg.errs[0]
+	}
+	if cfg.provider == nil {
+		cfg.provider = auth.Default(auth.DefaultOptions{})
+	}
+	rt := cfg.transport
+	timeout := cfg.timeout
+	if cfg.httpClient != nil {
+		if rt == nil {
+			rt = cfg.httpClient.Transport
+			if rt == nil {
+				rt = http.DefaultTransport
+			}
+		}
+		if timeout == 0 {
+			timeout = cfg.httpClient.Timeout
+		}
+	}
+	core, err := httpcore.New(httpcore.Config{
+		BaseURL: cfg.baseURL, Provider: cfg.provider, Transport: rt, TeamID: cfg.team,
+		ProjectID: cfg.project, Retry: cfg.retry, Logger: cfg.logger, UserAgent: cfg.ua,
+		Middleware: cfg.middleware, RequestTimeout: timeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{core: core, autoResume: cfg.autoResume, onResume: cfg.onResume}, nil
+}
+
+// scope returns the project the calls act for.
+func (c *Client) project(ctx context.Context) (string, error) {
+	_, p, err := c.core.Scope(ctx)
+	return p, err
+}

@@ -1,0 +1,515 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
+)
+
+func sandboxPath(name string) string { return "/v2/sandboxes/" + url.PathEscape(name) }
+
+func sessionPath(sid string) string { return "/v2/sandboxes/sessions/" + sid }
+
+func validateID(field, id string) error {
+	if id == "" {
+		return apierr.Invalid(field, "empty")
+	}
+	for _, r := range id {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return apierr.Invalid(field, "%q is not a valid id", id)
+		}
+	}
+	return nil
+}
+
+func projectQuery(key, project string) url.Values {
+	q := url.Values{}
+	if project != "" {
+		q.Set(key, project)
+	}
+	return q
+}
+
+// Create creates a sandbox and boots its first session. It uses
+// POST /v2/sandboxes when p.Runtime is set and POST /v3/sandboxes otherwise.
+// Create is not safe to repeat: when the outcome is unknown it returns an
+// *OutcomeUnknownError (then Get the sandbox by name, if you gave one).
+func (c *Client) Create(ctx context.Context, p CreateParams) (*Sandbox, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	project, err := c.project(ctx)
+	if err != nil {
+		return nil, err
+	}
+	body, err := p.toWire(project)
+	if err != nil {
+		return nil, err
+	}
+	path := "/v3/sandboxes"
+	if p.Runtime != "" {
+		path = "/v2/sandboxes"
+	}
+	var out wire.SandboxResponse
+	err = c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: path, JSON: body, Safety: httpcore.Unsafe,
+		Op: "create sandbox", SandboxName: p.Name}, &out)
+	if err != nil {
+		return nil, err
+	}
+	return c.newSandbox(&out), nil
+}
+
+// GetOptions refine Get.
+type GetOptions struct {
+	// Resume boots a new session when the current one is not running.
+	Resume bool
+}
+
+// Get returns a handle to the named sandbox. Without Resume, the handle may
+// hold a stopped session; the first call that needs it resumes it (unless
+// auto-resume is off). A missing sandbox gives an error matching ErrNotFound.
+func (c *Client) Get(ctx context.Context, name string, opts ...GetOptions) (*Sandbox, error) {
+	var o GetOptions
+	if len(opts) > 0 {
+		o = opts[len(opts)-1]
+	}
+	out, err := c.get(ctx, name, o.Resume)
+	if err != nil {
+		return nil, err
+	}
+	return c.newSandbox(out), nil
+}
+
+func (c *Client) get(ctx context.Context, name string, resume bool) (*wire.SandboxResponse, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	project, err := c.project(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := projectQuery("projectId", project)
+	if resume {
+		q.Set("resume", "true")
+	}
+	var out wire.SandboxResponse
+	err = c.core.JSON(ctx, &httpcore.Call{Method: "GET", Path: sandboxPath(name), Query: q,
+		Op: "get sandbox", SandboxName: name}, &out)
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetOrCreate returns the sandbox named p.Name, creating it when it does
+// not exist. When its snapshot is gone (410 snapshot_not_found) the sandbox
+// is deleted and created again. Without a name it always creates.
+func (c *Client) GetOrCreate(ctx context.Context, p CreateParams, opts ...GetOptions) (*Sandbox, error) {
+	if p.Name == "" {
+		return c.Create(ctx, p)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	sb, err := c.Get(ctx, p.Name, opts...)
+	if err == nil {
+		return sb, nil
+	}
+	var ae *APIError
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case errors.As(err, &ae) && ae.StatusCode == 410 && ae.Code == "snapshot_not_found":
+		if err := c.Delete(ctx, p.Name, DeleteOptions{}); err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	default:
+		return nil, err
+	}
+	return c.Create(ctx, p)
+}
+
+// List iterates over the sandboxes of the project, following pagination.
+// Breaking out of the loop stops fetching.
+func (c *Client) List(ctx context.Context, p ListParams) iter.Seq2[Info, error] {
+	return func(yield func(Info, error) bool) {
+		if err := p.validate(); err != nil {
+			yield(Info{}, err)
+			return
+		}
+		project, err := c.project(ctx)
+		if err != nil {
+			yield(Info{}, err)
+			return
+		}
+		q := projectQuery("project", project)
+		if p.PageSize > 0 {
+			q.Set("limit", strconv.Itoa(p.PageSize))
+		}
+		if p.SortBy != "" {
+			q.Set("sortBy", p.SortBy)
+		}
+		if p.Ascending {
+			q.Set("sortOrder", "asc")
+		}
+		if p.NamePrefix != "" {
+			q.Set("namePrefix", p.NamePrefix)
+		}
+		if p.TagKey != "" {
+			q.Set("tags", p.TagKey+":"+p.TagValue)
+		}
+		if p.Status != "" {
+			q.Set("status", string(p.Status))
+		}
+		for {
+			var page wire.ListSandboxesResponse
+			if err := c.core.JSON(ctx, &httpcore.Call{Method: "GET", Path: "/v2/sandboxes", Query: q, Op: "list sandboxes"}, &page); err != nil {
+				yield(Info{}, err)
+				return
+			}
+			for i := range page.Sandboxes {
+				if !yield(infoFromWire(&page.Sandboxes[i]), nil) {
+					return
+				}
+			}
+			if page.Pagination.Next == nil || *page.Pagination.Next == "" {
+				return
+			}
+			q.Set("cursor", *page.Pagination.Next)
+		}
+	}
+}
+
+// Update changes a sandbox's configuration and returns it. Unlike
+// Sandbox.Update it does not touch the running session.
+func (c *Client) Update(ctx context.Context, name string, p UpdateParams) (Info, []Route, error) {
+	if err := ValidateName(name); err != nil {
+		return Info{}, nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return Info{}, nil, err
+	}
+	project, err := c.project(ctx)
+	if err != nil {
+		return Info{}, nil, err
+	}
+	body, err := p.toWire()
+	if err != nil {
+		return Info{}, nil, err
+	}
+	var out wire.SandboxOnlyResponse
+	// A PATCH sets values; sending it twice gives the same state.
+	err = c.core.JSON(ctx, &httpcore.Call{Method: "PATCH", Path: sandboxPath(name), Query: projectQuery("projectId", project),
+		JSON: body, Op: "update sandbox", SandboxName: name}, &out)
+	if err != nil {
+		return Info{}, nil, err
+	}
+	var routes []Route
+	if out.Routes != nil {
+		routes = routesFromWire(out.Routes)
+	}
+	return infoFromWire(&out.Sandbox), routes, nil
+}
+
+// DeleteOptions refine Delete.
+type DeleteOptions struct {
+	// DeleteOrphanSnapshots also deletes the sandbox's snapshots that no
+	// other sandbox uses.
+	DeleteOrphanSnapshots bool
+}
+
+// Delete stops the sandbox's session, if running, and deletes the sandbox.
+func (c *Client) Delete(ctx context.Context, name string, opts ...DeleteOptions) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	project, err := c.project(ctx)
+	if err != nil {
+		return err
+	}
+	q := projectQuery("projectId", project)
+	if len(opts) > 0 && opts[len(opts)-1].DeleteOrphanSnapshots {
+		q.Set("deleteOrphanSnapshots", "true")
+	}
+	return c.core.JSON(ctx, &httpcore.Call{Method: "DELETE", Path: sandboxPath(name), Query: q,
+		Op: "delete sandbox", SandboxName: name}, nil)
+}
+
+// Fork creates a new sandbox from source's configuration and current
+// snapshot. Like Create, it is not safe to repeat.
+func (c *Client) Fork(ctx context.Context, source string, p ForkParams) (*Sandbox, error) {
+	if err := ValidateName(source); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	project, err := c.project(ctx)
+	if err != nil {
+		return nil, err
+	}
+	body, err := p.toWire()
+	if err != nil {
+		return nil, err
+	}
+	var out wire.SandboxResponse
+	err = c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sandboxPath(source) + "/fork",
+		Query: projectQuery("projectId", project), JSON: body, Safety: httpcore.Unsafe,
+		Op: "fork sandbox", SandboxName: source}, &out)
+	if err != nil {
+		return nil, err
+	}
+	return c.newSandbox(&out), nil
+}
+
+// Session fetches one session by id, with its routes.
+func (c *Client) Session(ctx context.Context, sessionID string) (Session, []Route, error) {
+	if err := validateID("sessionID", sessionID); err != nil {
+		return Session{}, nil, err
+	}
+	var out wire.SessionResponse
+	err := c.core.JSON(ctx, &httpcore.Call{Method: "GET", Path: sessionPath(sessionID), Op: "get session", SessionID: sessionID}, &out)
+	if err != nil {
+		return Session{}, nil, err
+	}
+	return sessionFromWire(&out.Session), routesFromWire(out.Routes), nil
+}
+
+// ListSessions iterates over sessions, newest first unless p.Ascending.
+func (c *Client) ListSessions(ctx context.Context, p PageParams) iter.Seq2[Session, error] {
+	return func(yield func(Session, error) bool) {
+		for w, err := range listPages(ctx, c, p, "/v2/sandboxes/sessions", "list sessions",
+			func(r *wire.ListSessionsResponse) ([]wire.Session, *string) { return r.Sessions, r.Pagination.Next }) {
+			if err != nil {
+				yield(Session{}, err)
+				return
+			}
+			if !yield(sessionFromWire(&w), nil) {
+				return
+			}
+		}
+	}
+}
+
+// ListSnapshots iterates over snapshots, newest first unless p.Ascending.
+func (c *Client) ListSnapshots(ctx context.Context, p PageParams) iter.Seq2[Snapshot, error] {
+	return func(yield func(Snapshot, error) bool) {
+		for w, err := range listPages(ctx, c, p, "/v2/sandboxes/snapshots", "list snapshots",
+			func(r *wire.ListSnapshotsResponse) ([]wire.Snapshot, *string) { return r.Snapshots, r.Pagination.Next }) {
+			if err != nil {
+				yield(Snapshot{}, err)
+				return
+			}
+			if !yield(snapshotFromWire(&w), nil) {
+				return
+			}
+		}
+	}
+}
+
+func listPages[R any, T any](ctx context.Context, c *Client, p PageParams, path, op string, items func(*R) ([]T, *string)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		if err := p.validate(); err != nil {
+			yield(zero, err)
+			return
+		}
+		project, err := c.project(ctx)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		q := projectQuery("project", project)
+		if p.SandboxName != "" {
+			q.Set("name", p.SandboxName)
+		}
+		if p.PageSize > 0 {
+			q.Set("limit", strconv.Itoa(p.PageSize))
+		}
+		if p.Ascending {
+			q.Set("sortOrder", "asc")
+		}
+		for {
+			var page R
+			if err := c.core.JSON(ctx, &httpcore.Call{Method: "GET", Path: path, Query: q, Op: op, SandboxName: p.SandboxName}, &page); err != nil {
+				yield(zero, err)
+				return
+			}
+			list, next := items(&page)
+			for _, it := range list {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if next == nil || *next == "" {
+				return
+			}
+			q.Set("cursor", *next)
+		}
+	}
+}
+
+// StopSession stops a session by id and waits until it has stopped (and,
+// for a persistent sandbox, been snapshotted). A session that had already
+// stopped is not an error: the result has AlreadyStopped set. This works
+// from any process that knows the session id.
+func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult, error) {
+	return c.stopSession(ctx, sessionID, "")
+}
+
+func (c *Client) stopSession(ctx context.Context, sessionID, name string) (*StopResult, error) {
+	if err := validateID("sessionID", sessionID); err != nil {
+		return nil, err
+	}
+	var out wire.StopResponse
+	err := c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sessionID) + "/stop",
+		Op: "stop session", SandboxName: name, SessionID: sessionID, Stream: true}, &out)
+	if errors.Is(err, ErrGone) {
+		res := &StopResult{AlreadyStopped: true}
+		if s, _, gerr := c.Session(ctx, sessionID); gerr == nil {
+			res.Session = s
+		} else {
+			res.Session = Session{ID: sessionID, Status: StatusStopped}
+		}
+		return res, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := &StopResult{Session: sessionFromWire(&out.Session)}
+	if out.Sandbox != nil {
+		in := infoFromWire(out.Sandbox)
+		res.Sandbox = &in
+	}
+	if out.Snapshot != nil {
+		s := snapshotFromWire(out.Snapshot)
+		res.Snapshot = &s
+	}
+	return res, nil
+}
+
+// StopSandbox stops the named sandbox's current session, if it runs. It
+// needs only the name (for example one stored in a database). A sandbox
+// that was already stopped gives AlreadyStopped; a missing one gives an
+// error matching ErrNotFound.
+func (c *Client) StopSandbox(ctx context.Context, name string) (*StopResult, error) {
+	out, err := c.get(ctx, name, false)
+	if err != nil {
+		return nil, err
+	}
+	if Status(out.Session.Status).Terminal() {
+		in := infoFromWire(&out.Sandbox)
+		return &StopResult{Session: sessionFromWire(&out.Session), Sandbox: &in, AlreadyStopped: true}, nil
+	}
+	return c.stopSession(ctx, out.Session.ID, name)
+}
+
+// ExtendSession adds d to a running session's timeout and returns the
+// session. It is not retried after an ambiguous failure (it would extend
+// twice).
+func (c *Client) ExtendSession(ctx context.Context, sessionID string, d time.Duration) (Session, error) {
+	return c.extend(ctx, sessionID, "", d)
+}
+
+func (c *Client) extend(ctx context.Context, sessionID, name string, d time.Duration) (Session, error) {
+	if err := validateID("sessionID", sessionID); err != nil {
+		return Session{}, err
+	}
+	if d <= 0 {
+		return Session{}, apierr.Invalid("duration", "must be positive, got %s", d)
+	}
+	var out wire.SessionResponse
+	err := c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sessionID) + "/extend-timeout",
+		JSON: wire.ExtendRequest{Duration: durMs(d)}, Safety: httpcore.Unsafe, Op: "extend timeout",
+		SandboxName: name, SessionID: sessionID}, &out)
+	if err != nil {
+		return Session{}, err
+	}
+	return sessionFromWire(&out.Session), nil
+}
+
+// UpdateSessionNetworkPolicy changes the network policy of a running
+// session and returns the session.
+func (c *Client) UpdateSessionNetworkPolicy(ctx context.Context, sessionID string, p *NetworkPolicy) (Session, error) {
+	return c.setPolicy(ctx, sessionID, "", p)
+}
+
+func (c *Client) setPolicy(ctx context.Context, sessionID, name string, p *NetworkPolicy) (Session, error) {
+	if err := validateID("sessionID", sessionID); err != nil {
+		return Session{}, err
+	}
+	if p == nil {
+		return Session{}, apierr.Invalid("NetworkPolicy", "nil")
+	}
+	if err := p.Validate(); err != nil {
+		return Session{}, err
+	}
+	var out wire.SessionResponse
+	err := c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sessionID) + "/network-policy",
+		JSON: p, Op: "update network policy", SandboxName: name, SessionID: sessionID}, &out)
+	if err != nil {
+		return Session{}, err
+	}
+	return sessionFromWire(&out.Session), nil
+}
+
+// CreateSnapshot snapshots a running session. The session stops once the
+// snapshot is taken. Not safe to repeat after an ambiguous failure.
+func (c *Client) CreateSnapshot(ctx context.Context, sessionID string, p SnapshotParams) (Snapshot, error) {
+	s, _, err := c.snapshot(ctx, sessionID, "", p)
+	return s, err
+}
+
+func (c *Client) snapshot(ctx context.Context, sessionID, name string, p SnapshotParams) (Snapshot, *Session, error) {
+	if err := validateID("sessionID", sessionID); err != nil {
+		return Snapshot{}, nil, err
+	}
+	call := &httpcore.Call{Method: "POST", Path: sessionPath(sessionID) + "/snapshot", Safety: httpcore.Unsafe,
+		Op: "create snapshot", SandboxName: name, SessionID: sessionID, Stream: true}
+	if p.Expiration != nil {
+		if *p.Expiration < 0 {
+			return Snapshot{}, nil, apierr.Invalid("Expiration", "negative duration %s", *p.Expiration)
+		}
+		call.JSON = wire.SnapshotRequest{Expiration: ptr(durMs(*p.Expiration))}
+	}
+	var out wire.SnapshotResponse
+	if err := c.core.JSON(ctx, call, &out); err != nil {
+		return Snapshot{}, nil, err
+	}
+	var sess *Session
+	if out.Session != nil {
+		s := sessionFromWire(out.Session)
+		sess = &s
+	}
+	return snapshotFromWire(&out.Snapshot), sess, nil
+}
+
+// GetSnapshot fetches a snapshot by id.
+func (c *Client) GetSnapshot(ctx context.Context, id string) (Snapshot, error) {
+	if err := validateID("snapshotID", id); err != nil {
+		return Snapshot{}, err
+	}
+	var out wire.SnapshotResponse
+	if err := c.core.JSON(ctx, &httpcore.Call{Method: "GET", Path: "/v2/sandboxes/snapshots/" + id, Op: "get snapshot"}, &out); err != nil {
+		return Snapshot{}, err
+	}
+	return snapshotFromWire(&out.Snapshot), nil
+}
+
+// DeleteSnapshot deletes a snapshot and returns its final state.
+func (c *Client) DeleteSnapshot(ctx context.Context, id string) (Snapshot, error) {
+	if err := validateID("snapshotID", id); err != nil {
+		return Snapshot{}, err
+	}
+	var out wire.SnapshotResponse
+	if err := c.core.JSON(ctx, &httpcore.Call{Method: "DELETE", Path: "/v2/sandboxes/snapshots/" + id, Op: "delete snapshot"}, &out); err != nil {
+		return Snapshot{}, err
+	}
+	return snapshotFromWire(&out.Snapshot), nil
+}

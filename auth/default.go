@@ -35,9 +35,15 @@ type DefaultOptions struct {
 	StaleOnRefreshFailure bool
 	OnRefreshError        func(error)
 
-	// APIBaseURL and HTTPClient are used to mint OIDC tokens; defaults
-	// DefaultAPIBaseURL and http.DefaultClient.
+	// RenewCLILogin lets an expired Vercel CLI login be renewed, which
+	// rewrites the CLI's auth.json; see LinkedProjectRefresher. Off by default.
+	RenewCLILogin bool
+
+	// APIBaseURL, IssuerURL and HTTPClient are used to mint OIDC tokens and
+	// renew the CLI login; defaults DefaultAPIBaseURL, DefaultIssuerURL and
+	// http.DefaultClient.
 	APIBaseURL string
+	IssuerURL  string
 	HTTPClient *http.Client
 
 	// System is the outside world; the zero value is the real process.
@@ -70,7 +76,8 @@ type DefaultOptions struct {
 // swapped for an ambient token; the process environment is never changed;
 // an empty string counts as missing; a token past its expiry that cannot be
 // refreshed is an error (see StaleOnRefreshFailure); failed refreshes back
-// off; the mint URL is escaped; the CLI's auth.json is never written.
+// off; the mint URL is escaped; the CLI's auth.json is never written unless
+// RenewCLILogin is set, and never emptied.
 //
 // The provider implements Invalidator.
 func Default(opts DefaultOptions) Provider {
@@ -80,10 +87,12 @@ func Default(opts DefaultOptions) Provider {
 		ref = opts.Refresher
 		if ref == nil {
 			ref = &LinkedProjectRefresher{
-				APIBaseURL: opts.APIBaseURL,
-				HTTPClient: opts.HTTPClient,
-				Buffer:     opts.Buffer,
-				System:     opts.System,
+				APIBaseURL:    opts.APIBaseURL,
+				IssuerURL:     opts.IssuerURL,
+				HTTPClient:    opts.HTTPClient,
+				RenewCLILogin: opts.RenewCLILogin,
+				Buffer:        opts.Buffer,
+				System:        opts.System,
 			}
 		}
 	}

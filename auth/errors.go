@@ -51,6 +51,7 @@ type MissingParamsError struct {
 	Missing []string
 }
 
+// Error returns the TypeScript SDK message, naming the missing parameters.
 func (e *MissingParamsError) Error() string {
 	return "Missing credentials parameters to access the Vercel API: " + strings.Join(e.Missing, ", ")
 }
@@ -65,6 +66,7 @@ type MissingEnvError struct {
 	Missing []string
 }
 
+// Error names the missing environment variables.
 func (e *MissingEnvError) Error() string {
 	return "VERCEL_TOKEN is set, but these are not: " + strings.Join(e.Missing, ", ") +
 		" (VERCEL_ORG_ID is accepted for VERCEL_TEAM_ID)"
@@ -95,6 +97,7 @@ type OIDCContextError struct {
 	Cause    error
 }
 
+// Error returns the TypeScript SDK guidance text followed by the cause.
 func (e *OIDCContextError) Error() string {
 	msg := localOIDCMessage
 	if e.OnVercel {

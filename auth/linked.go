@@ -39,10 +39,13 @@ const DefaultAPIBaseURL = "https://api.vercel.com"
 // or uses DPoP (__VERCEL_FF_DPOP=1), the token is obtained from the vercel
 // command instead, through CLI.
 //
-// The CLI's auth.json is only read, never written: an expired CLI login is
-// not renewed here (the opt-in OAuth refresh of the TypeScript SDK is not
-// implemented) and gives an error matching ErrCLILoginRequired; running any
-// vercel command renews it.
+// By default the CLI's auth.json is only read, never written: an expired CLI
+// login gives an error matching ErrCLILoginRequired, and running any vercel
+// command renews it. With RenewCLILogin set, an expired login that has a
+// refresh token is renewed through OAuth (token endpoint found at IssuerURL)
+// and saved back into auth.json atomically, keeping its other fields and the
+// old refresh token when no new one is returned. auth.json is never emptied,
+// and is left unchanged when the renewal fails.
 //
 // LinkedProjectRefresher implements Invalidator: a token the API rejected is
 // not taken from the cache again. Use it through a pointer; it must not be
@@ -55,6 +58,11 @@ type LinkedProjectRefresher struct {
 	Buffer     time.Duration     // validity required of cached and CLI tokens; 0: DefaultRefreshBuffer, negative: none
 	System     System            // environment, files, working directory, clock
 	CLI        *CLIExecRefresher // used for keyring and DPoP logins; nil: one sharing System
+
+	// RenewCLILogin lets an expired CLI login be renewed with its refresh
+	// token, which rewrites the CLI's auth.json. Off by default.
+	RenewCLILogin bool
+	IssuerURL     string // OAuth issuer for RenewCLILogin; default DefaultIssuerURL
 
 	mu       sync.Mutex
 	rejected [sha256.Size]byte // hash of the last token the API rejected
@@ -190,6 +198,9 @@ func (r *LinkedProjectRefresher) obtain(ctx context.Context, project, team strin
 		return r.cli().run(ctx, project, team)
 	}
 	userToken, err := cliToken(a, path, now, buffer)
+	if err != nil && r.RenewCLILogin && a.RefreshToken != "" {
+		userToken, err = r.renewCLILogin(ctx, a, path, now)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -22,7 +22,8 @@ const (
 
 // Refresher obtains a new OIDC token for a project. projectID and teamID
 // come from the claims of the current token and may be empty when there is
-// none; the refresher decides how to fill them in.
+// none; the refresher decides how to fill them in. Refresh must return when
+// ctx ends.
 type Refresher interface {
 	Refresh(ctx context.Context, projectID, teamID string) (token string, err error)
 }
@@ -72,7 +73,8 @@ type OIDCOptions struct {
 
 	// OnRefreshError, when set, is called with the error of every failed
 	// refresh, including failures that are hidden because the held token is
-	// still valid. It may be called from another goroutine.
+	// still valid. It may be called from another goroutine and should return
+	// quickly: callers wait for the refresh until it does.
 	OnRefreshError func(error)
 
 	// Clock defaults to the wall clock.
@@ -235,6 +237,16 @@ var errNoRefresher = errors.New("OIDC token is missing or expiring and no refres
 
 // refresh runs once for all callers waiting on the same target.
 func (p *OIDCProvider) refresh(ctx context.Context, project, team string, gen uint64) (any, error) {
+	// A refresh that finished just before this one was started may already
+	// have produced a good token.
+	p.mu.Lock()
+	if p.gen != gen && p.tok != "" && !p.rejected && !p.expiring(p.claims.Expiry, p.clock.Now()) {
+		c := p.credentialsLocked()
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
 	defer cancel()
 	tok, err := p.refresher.Refresh(rctx, project, team)

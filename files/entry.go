@@ -23,8 +23,9 @@ const DefaultMode fs.FileMode = 0o644
 // FromReader, FromFile, FromFS or FromDir; the zero Entry is invalid.
 //
 // An Entry is a small value that holds no open file: content is opened when
-// the archive is written and closed right after. Entries are checked by
-// Validate and by the writers, not by the constructors.
+// the archive is written and closed right after. Apart from the local files
+// that FromFile, FromFS and FromDir examine, entries are checked by Validate
+// and by the writers, not by the constructors.
 type Entry struct {
 	path string
 	mode fs.FileMode
@@ -32,6 +33,8 @@ type Entry struct {
 	open func() (io.ReadCloser, error)
 	// once is set for sources that can be read only once (FromReader).
 	once *atomic.Bool
+	// invalid says why a constructor got unusable arguments.
+	invalid string
 }
 
 // FromBytes returns an entry whose content is data. data is not copied and
@@ -61,21 +64,22 @@ func FromString(path, s string) Entry {
 // bytes. r is read once (the entry is not Replayable) and is not closed.
 func FromReader(path string, r io.Reader, size int64) Entry {
 	used := new(atomic.Bool)
-	return Entry{
+	e := Entry{
 		path: path,
 		mode: DefaultMode,
 		size: size,
 		once: used,
 		open: func() (io.ReadCloser, error) {
-			if r == nil {
-				return nil, errors.New("nil reader")
-			}
 			if used.Swap(true) {
 				return nil, ErrConsumed
 			}
 			return io.NopCloser(r), nil
 		},
 	}
+	if r == nil {
+		e.invalid = "nil reader"
+	}
+	return e
 }
 
 // FromFile returns an entry whose content is the local file at localPath,
@@ -195,7 +199,7 @@ func TotalSize(entries []Entry) int64 {
 
 // ErrConsumed is returned when an entry made by FromReader is written a
 // second time: its reader has already been read.
-var ErrConsumed = errors.New("files: reader of this entry was already consumed")
+var ErrConsumed = errors.New("the reader of this entry was consumed by an earlier write")
 
 // ErrSizeMismatch is returned when an entry's source yields fewer or more
 // bytes than the entry's declared size.

@@ -116,6 +116,9 @@ func newPlan(cwd string, entries []Entry) (*plan, error) {
 		if e.open == nil {
 			return nil, apierr.Invalid(field, "zero Entry: use FromBytes, FromString, FromReader, FromFile, FromFS or FromDir")
 		}
+		if e.invalid != "" {
+			return nil, apierr.Invalid(field, "%s", e.invalid)
+		}
 		name, f, reason := entryName(cwd, e.path)
 		if reason != "" {
 			if f == "cwd" {
@@ -182,6 +185,72 @@ func WriteTarGz(ctx context.Context, w io.Writer, cwd string, entries []Entry, o
 	return p.write(ctx, w, cfg)
 }
 
+// mtime returns the modification time of the entries.
+func (c config) mtime() time.Time {
+	t := c.modTime
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.Truncate(time.Second)
+}
+
+// header returns the tar header of entry i.
+func (p *plan) header(i int, mtime time.Time) *tar.Header {
+	return &tar.Header{
+		Typeflag: tar.TypeReg,
+		Name:     p.names[i],
+		Mode:     tarMode(p.entries[i].mode),
+		Size:     p.entries[i].size,
+		ModTime:  mtime,
+	}
+}
+
+// NoCompressionSize returns the exact length of the archive that WriteTarGz
+// and NewTarGzReader produce for these entries and options with
+// WithLevel(gzip.NoCompression) (the level given in opts is ignored). It lets
+// an upload declare its Content-Length while still streaming. Contents are
+// not read. Compressed sizes cannot be known before compressing.
+func NoCompressionSize(cwd string, entries []Entry, opts ...Option) (int64, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return 0, err
+	}
+	p, err := newPlan(cwd, entries)
+	if err != nil {
+		return 0, err
+	}
+	mtime := cfg.mtime()
+	var cw countWriter
+	cw.w = io.Discard
+	tarSize := int64(2 * blockSize) // end-of-archive marker
+	for i := range p.entries {
+		// A tar.Writer writes a header (with its PAX records, if any) at
+		// once; the content that should follow is not needed to count it.
+		before := cw.n
+		if err := tar.NewWriter(&cw).WriteHeader(p.header(i, mtime)); err != nil {
+			return 0, fmt.Errorf("files: %w", err)
+		}
+		size := p.entries[i].size
+		if tarSize > math.MaxInt64/4 || size > math.MaxInt64/4 {
+			return 0, apierr.Invalid("entries", "archive size overflows")
+		}
+		tarSize += cw.n - before + (size+blockSize-1)/blockSize*blockSize
+	}
+	// Without compression, deflate emits stored blocks of at most
+	// maxStoredBlock bytes with a 5-byte header each, then an empty final
+	// block; gzip adds a 10-byte header and an 8-byte trailer.
+	blocks := (tarSize + maxStoredBlock - 1) / maxStoredBlock
+	return gzipHeader + tarSize + storedHeader*(blocks+1) + gzipTrailer, nil
+}
+
+const (
+	blockSize      = 512   // tar block
+	maxStoredBlock = 65535 // largest stored deflate block
+	storedHeader   = 5     // stored block header: 3 bits padded to a byte, LEN, NLEN
+	gzipHeader     = 10
+	gzipTrailer    = 8
+)
+
 // countWriter counts the bytes written through it.
 type countWriter struct {
 	w io.Writer
@@ -213,12 +282,7 @@ func (p *plan) write(ctx context.Context, w io.Writer, cfg config) error {
 		}
 		return fmt.Errorf("files: write archive: %w", err)
 	}
-	mtime := cfg.modTime
-	if mtime.IsZero() {
-		mtime = time.Now()
-	}
-	mtime = mtime.Truncate(time.Second)
-
+	mtime := cfg.mtime()
 	cw := &countWriter{w: w}
 	bw := bufio.NewWriterSize(cw, outBufSize)
 	gz, err := gzip.NewWriterLevel(bw, cfg.level)
@@ -234,14 +298,7 @@ func (p *plan) write(ctx context.Context, w io.Writer, cfg config) error {
 	for i, e := range p.entries {
 		pr.p.Entry, pr.p.Name = i, p.names[i]
 		pr.report(false)
-		hdr := &tar.Header{
-			Typeflag: tar.TypeReg,
-			Name:     p.names[i],
-			Mode:     tarMode(e.mode),
-			Size:     e.size,
-			ModTime:  mtime,
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
+		if err := tw.WriteHeader(p.header(i, mtime)); err != nil {
 			return fail(err)
 		}
 		if err := copyEntry(ctx, tw, e, buf, &pr); err != nil {

@@ -3,7 +3,6 @@ package files
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -306,5 +305,3 @@ func TestFromDirSkipsSpecialFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a"}, paths(entries))
 }
-
-var errNoFIFO = errors.New("FIFOs are not supported on this system")

@@ -289,23 +289,3 @@ func (p *localExitedProcess) Wait() (int, error) {
 	}
 	return p.code, nil
 }
-
-// localPump copies r to w one read at a time until r ends, so output reaches
-// w as soon as the process writes it. When w fails, the rest is read and
-// dropped, so that the process never blocks on a full pipe.
-func localPump(r io.Reader, w io.Writer, done chan<- struct{}) {
-	defer close(done)
-	buf := make([]byte, 32*1024)
-	writeOK := true
-	for {
-		n, err := r.Read(buf)
-		if n > 0 && writeOK {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				writeOK = false
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -179,4 +180,24 @@ func (p *localProcess) Wait() (int, error) {
 		return 128 + int(ws.Signal()), nil
 	}
 	return st.ExitCode(), nil
+}
+
+// localPump copies r to w one read at a time until r ends, so output reaches
+// w as soon as the process writes it. When w fails, the rest is read and
+// dropped, so that the process never blocks on a full pipe.
+func localPump(r io.Reader, w io.Writer, done chan<- struct{}) {
+	defer close(done)
+	buf := make([]byte, 32*1024)
+	writeOK := true
+	for {
+		n, err := r.Read(buf)
+		if n > 0 && writeOK {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				writeOK = false
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }

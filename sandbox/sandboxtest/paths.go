@@ -25,6 +25,16 @@ func (s *Server) sessionCwd(sb *sandboxRec) string {
 	return virtualCwd
 }
 
+// makeCwd creates the host directory behind the session working directory
+// of sb.
+func (s *Server) makeCwd(sb *sandboxRec) error {
+	dir, err := s.hostPath(sb, s.sessionCwd(sb))
+	if err != nil {
+		return err
+	}
+	return os.MkdirAll(dir, 0o755)
+}
+
 // resolvePath makes p absolute against base (both sandbox paths) and
 // cleans it.
 func (s *Server) resolvePath(base, p string) string {

@@ -22,10 +22,10 @@ var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 // sandboxReply answers create, get and fork. Unlike wire.SandboxResponse it
 // always carries resumed, as the real API does.
 type sandboxReply struct {
-	Sandbox wire.Sandbox   `json:"sandbox"`
-	Session wire.Session   `json:"session"`
-	Routes  []wire.Route   `json:"routes"`
-	Resumed bool           `json:"resumed"`
+	Sandbox wire.Sandbox `json:"sandbox"`
+	Session wire.Session `json:"session"`
+	Routes  []wire.Route `json:"routes"`
+	Resumed bool         `json:"resumed"`
 }
 
 // sandboxSpec is the configuration of a sandbox to create.
@@ -332,7 +332,7 @@ func (s *Server) createSandbox(spec sandboxSpec, fromSnap string) (sandboxReply,
 		networkID:          spec.networkID,
 		mounts:             spec.mounts,
 	}
-	if err := os.MkdirAll(s.sessionCwd(sb), 0o755); err != nil {
+	if err := s.makeCwd(sb); err != nil {
 		_ = os.RemoveAll(dir)
 		return sandboxReply{}, errorf(http.StatusInternalServerError, "internal_error", "cannot prepare the sandbox filesystem: %v", err)
 	}
@@ -549,25 +549,25 @@ func (s *Server) handleUpdateSandbox(w http.ResponseWriter, r *http.Request, nam
 
 	// Decode and validate everything first, then apply it all at once.
 	var (
-		persistent    *bool
-		res           *wire.Resources
-		timeout       *int64
-		policy        *wire.NetworkPolicyResp
-		tags          map[string]string
-		tagsSet       bool
-		ports         []int
-		portsSet      bool
-		snapExp       *int64
-		snapExpSet    bool
-		keepLast      *wire.KeepLastSnapshots
-		keepLastSet   bool
-		currentSnap   *string
-		region        *string
-		failover      []string
-		failoverSet   bool
-		networkID     *string
-		mounts        map[string]wire.Mount
-		mountsSet     bool
+		persistent  *bool
+		res         *wire.Resources
+		timeout     *int64
+		policy      *wire.NetworkPolicyResp
+		tags        map[string]string
+		tagsSet     bool
+		ports       []int
+		portsSet    bool
+		snapExp     *int64
+		snapExpSet  bool
+		keepLast    *wire.KeepLastSnapshots
+		keepLastSet bool
+		currentSnap *string
+		region      *string
+		failover    []string
+		failoverSet bool
+		networkID   *string
+		mounts      map[string]wire.Mount
+		mountsSet   bool
 	)
 	if raw, ok := has("persistent"); ok && !isNull(raw) {
 		if aerr := decode("persistent", raw, &persistent); aerr != nil {

@@ -36,8 +36,12 @@ var errScriptProcessEnded = errors.New("sandboxtest: write after the process end
 // handler may ignore any signal but SIGKILL: once SIGKILL is sent the process
 // reports 128+9 whatever Run returns.
 //
-// A Handler may be called concurrently for several commands.
+// cmd is the handler's own copy. Its writers serialise writes and fail once
+// the process has ended (after Wait returned), so output can never arrive
+// after the command completed. A Handler may be called concurrently for
+// several commands.
 type Handler interface {
+	// Run plays one command and returns its exit code.
 	Run(ctx context.Context, cmd *Cmd, signals <-chan int) (exitCode int)
 }
 
@@ -92,11 +96,11 @@ type Steps struct {
 type scriptStepKind int
 
 const (
-	stepStdout scriptStepKind = iota
-	stepStderr
-	stepSleep
-	stepAwait
-	stepExit
+	scriptStepStdout scriptStepKind = iota
+	scriptStepStderr
+	scriptStepSleep
+	scriptStepAwait
+	scriptStepExit
 )
 
 type scriptStep struct {
@@ -114,36 +118,36 @@ func (s Steps) with(st scriptStep) Steps {
 
 // Stdout adds a step that writes data to standard output as one chunk.
 func (s Steps) Stdout(data string) Steps {
-	return s.with(scriptStep{kind: stepStdout, data: data})
+	return s.with(scriptStep{kind: scriptStepStdout, data: data})
 }
 
 // Stderr adds a step that writes data to standard error as one chunk.
 func (s Steps) Stderr(data string) Steps {
-	return s.with(scriptStep{kind: stepStderr, data: data})
+	return s.with(scriptStep{kind: scriptStepStderr, data: data})
 }
 
 // Sleep adds a pause of d. A signal that ends the process ends the pause.
 func (s Steps) Sleep(d time.Duration) Steps {
-	return s.with(scriptStep{kind: stepSleep, delay: d})
+	return s.with(scriptStep{kind: scriptStepSleep, delay: d})
 }
 
 // Await adds a step that waits until ch is closed (or receives a value), so
 // that a test decides exactly when the process continues. A signal that ends
 // the process ends the wait.
 func (s Steps) Await(ch <-chan struct{}) Steps {
-	return s.with(scriptStep{kind: stepAwait, ch: ch})
+	return s.with(scriptStep{kind: scriptStepAwait, ch: ch})
 }
 
 // Block adds a step that waits until the process is ended by a signal or by
 // the end of its session: a command that never finishes on its own.
 func (s Steps) Block() Steps {
-	return s.with(scriptStep{kind: stepAwait, ch: nil})
+	return s.with(scriptStep{kind: scriptStepAwait, ch: nil})
 }
 
 // Exit adds the final step: the process exits with code. Steps after it are
 // never run.
 func (s Steps) Exit(code int) Steps {
-	return s.with(scriptStep{kind: stepExit, code: code})
+	return s.with(scriptStep{kind: scriptStepExit, code: code})
 }
 
 // Ignore makes the sequence ignore the given signals, like a process that
@@ -175,26 +179,26 @@ func (s Steps) Run(ctx context.Context, cmd *Cmd, signals <-chan int) int {
 			return code
 		}
 		switch st.kind {
-		case stepStdout:
+		case scriptStepStdout:
 			if st.data != "" {
 				_, _ = io.WriteString(cmd.Stdout, st.data)
 			}
-		case stepStderr:
+		case scriptStepStderr:
 			if st.data != "" {
 				_, _ = io.WriteString(cmd.Stderr, st.data)
 			}
-		case stepSleep:
+		case scriptStepSleep:
 			t := time.NewTimer(st.delay)
-			code, ended := stepsWait(ctx, s, signals, t.C)
+			code, ended := scriptStepsWait(ctx, s, signals, t.C)
 			t.Stop()
 			if ended {
 				return code
 			}
-		case stepAwait:
-			if code, ended := stepsWait(ctx, s, signals, st.ch); ended {
+		case scriptStepAwait:
+			if code, ended := scriptStepsWait(ctx, s, signals, st.ch); ended {
 				return code
 			}
-		case stepExit:
+		case scriptStepExit:
 			return st.code
 		}
 	}
@@ -221,9 +225,9 @@ func (s Steps) pending(ctx context.Context, signals <-chan int) (int, bool) {
 	}
 }
 
-// stepsWait blocks until ch yields a value or is closed, or until the
+// scriptStepsWait blocks until ch yields a value or is closed, or until the
 // process is ended. A nil ch blocks until the process is ended.
-func stepsWait[T any](ctx context.Context, s Steps, signals <-chan int, ch <-chan T) (int, bool) {
+func scriptStepsWait[T any](ctx context.Context, s Steps, signals <-chan int, ch <-chan T) (int, bool) {
 	for {
 		select {
 		case <-ch:

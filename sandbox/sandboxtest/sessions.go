@@ -289,7 +289,7 @@ func (s *Server) resume(sb *sandboxRec) (sandboxReply, *apiError) {
 			s.log.Warn("sandboxtest: cannot restore snapshot", "snapshot", restore.id, "err", err)
 		}
 	}
-	if err := os.MkdirAll(s.sessionCwd(sb), 0o755); err != nil {
+	if err := s.makeCwd(sb); err != nil {
 		s.log.Warn("sandboxtest: cannot create working directory", "err", err)
 	}
 

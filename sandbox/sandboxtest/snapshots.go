@@ -70,6 +70,8 @@ func (s *Server) captureSnapshot(sess *sessionRec, method string, expiration *in
 	if ttl > 0 {
 		snap.expiresAt = ptr(now + ttl)
 	}
+	s.snapshots[id] = snap
+	s.snapList = append(s.snapList, snap)
 	var evicted []string
 	if err != nil {
 		snap.status = snapFailed
@@ -79,8 +81,6 @@ func (s *Server) captureSnapshot(sess *sessionRec, method string, expiration *in
 		sb.updatedAt = now
 		evicted = s.evictSnapshots(sb)
 	}
-	s.snapshots[id] = snap
-	s.snapList = append(s.snapList, snap)
 	s.mu.Unlock()
 	s.removeDirs(evicted)
 	return snap

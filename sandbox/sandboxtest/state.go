@@ -139,7 +139,7 @@ type commandRec struct {
 	signals    []int
 	timedOut   bool
 
-	out  *outputLog     // internally synchronised
+	out  *outputLog    // internally synchronised
 	done chan struct{} // closed once exitCode is set
 }
 

@@ -1,0 +1,90 @@
+package files_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"log"
+	"net/http"
+	"os"
+
+	"github.com/sbx-go/vercel-sandbox/files"
+)
+
+// Write a tar.gz of two entries, as fs/write expects it, and list it.
+func Example() {
+	entries := []files.Entry{
+		files.FromString("hello.txt", "hello, sandbox\n"),
+		files.FromBytes("/etc/app.conf", []byte("debug = true\n")).WithMode(0o600),
+	}
+	var buf bytes.Buffer
+	if err := files.WriteTarGz(context.Background(), &buf, "/vercel/sandbox", entries); err != nil {
+		log.Fatal(err)
+	}
+
+	zr, err := gzip.NewReader(&buf)
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s %d bytes mode %#o\n", h.Name, h.Size, h.Mode)
+	}
+	// Output:
+	// vercel/sandbox/hello.txt 15 bytes mode 0644
+	// etc/app.conf 13 bytes mode 0600
+}
+
+func ExampleEntryName() {
+	for _, p := range []string{"hello.txt", "/etc/app.conf", "a/../b", "../x"} {
+		name, err := files.EntryName("/vercel/sandbox", p)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(name)
+	}
+	// Output:
+	// vercel/sandbox/hello.txt
+	// etc/app.conf
+	// vercel/sandbox/b
+	// vercel/x
+}
+
+// Upload a local project, without its .git directory and following links
+// that stay inside it, as a streaming request body.
+func ExampleNewTarGzReader() {
+	entries, err := files.FromDir("./myproject", "app",
+		files.WithSymlinks(files.FollowSymlinks),
+		files.WithFilter(func(rel string, d fs.DirEntry) bool { return d.Name() != ".git" }))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	body, err := files.NewTarGzReader(ctx, "/vercel/sandbox", entries,
+		files.WithLevel(gzip.BestSpeed),
+		files.WithProgress(func(p files.Progress) {
+			fmt.Fprintf(os.Stderr, "%d/%d bytes (%s)\n", p.Bytes, p.TotalBytes, p.Name)
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer body.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://example.invalid/fs/write", body)
+	if err != nil {
+		log.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/gzip")
+	req.Header.Set("X-Cwd", "/")
+	_ = req // send it with an *http.Client
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package files
+
+const raceEnabled = true

@@ -1,0 +1,28 @@
+package sandboxtest
+
+import (
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+)
+
+// Fixed team and project of the clients Client returns.
+const (
+	TeamID    = "team_sandboxtest"
+	ProjectID = "prj_sandboxtest"
+)
+
+// Client returns a *sandbox.Client aimed at the server, with the server's
+// token, fast retries (so fault tests do not wait) and the given options
+// applied after those defaults.
+func (s *Server) Client(opts ...sandbox.Option) *sandbox.Client {
+	base := []sandbox.Option{
+		sandbox.WithBaseURL(s.URL()),
+		sandbox.WithToken(s.Token(), TeamID, ProjectID),
+		sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: 5e6, MaxDelay: 50e6}),
+	}
+	c, err := sandbox.NewClient(append(base, opts...)...)
+	if err != nil {
+		// Only a bad option given by the caller can get here.
+		panic("sandboxtest: Client: " + err.Error())
+	}
+	return c
+}

@@ -1,6 +1,8 @@
 package sandboxtest
 
 import (
+	"time"
+
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 )
 
@@ -17,7 +19,7 @@ func (s *Server) Client(opts ...sandbox.Option) *sandbox.Client {
 	base := []sandbox.Option{
 		sandbox.WithBaseURL(s.URL()),
 		sandbox.WithToken(s.Token(), TeamID, ProjectID),
-		sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: 5e6, MaxDelay: 50e6}),
+		sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond}),
 	}
 	c, err := sandbox.NewClient(append(base, opts...)...)
 	if err != nil {

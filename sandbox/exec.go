@@ -111,8 +111,7 @@ func (c *Client) consumeAttached(ctx context.Context, resp *http.Response, cmd *
 	var timer *time.Timer
 	if cmd.InactivityTimeout > 0 {
 		r.lastSeen.Store(time.Now().UnixNano())
-		var check func()
-		check = func() {
+		check := func() {
 			idle := time.Since(time.Unix(0, r.lastSeen.Load()))
 			if idle >= cmd.InactivityTimeout {
 				r.silent.Store(true)

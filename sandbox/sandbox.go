@@ -205,9 +205,15 @@ func (s *Sandbox) Stop(ctx context.Context) (*StopResult, error) {
 		}
 		sid = s.SessionID()
 	}
+	// The API may answer a stop of a stopped session with 200 and its
+	// state (as the official mock does) instead of 410.
+	wasStopped := s.Session().Status.Terminal()
 	res, err := s.c.stopSession(ctx, sid, s.name)
 	if err != nil {
 		return nil, err
+	}
+	if wasStopped {
+		res.AlreadyStopped = true
 	}
 	s.mu.Lock()
 	if s.session.ID == sid {

@@ -180,8 +180,10 @@ type StopResult struct {
 	Sandbox *Info
 	// Snapshot is the automatic snapshot of a persistent sandbox, if any.
 	Snapshot *Snapshot
-	// AlreadyStopped is true when the session had stopped before this call
-	// (the API answered 410 Gone).
+	// AlreadyStopped is true when the session had stopped before this call:
+	// the API answered 410 Gone, or the handle (or, for StopSandbox, the
+	// API) already reported the session stopped. Client.StopSession cannot
+	// tell when the API answers a repeated stop with 200.
 	AlreadyStopped bool
 }
 

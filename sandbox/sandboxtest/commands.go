@@ -186,17 +186,32 @@ func (s *Server) streamAttached(w http.ResponseWriter, r *http.Request, c *comma
 	if logs && !s.followOutput(r.Context(), &nd, c) {
 		return
 	}
-	select {
-	case <-c.done:
-	case <-r.Context().Done():
-		return
-	case <-s.baseCtx.Done():
+	if !s.awaitCommand(r.Context(), c) {
 		return
 	}
 	s.mu.Lock()
 	final := commandWire(c)
 	s.mu.Unlock()
 	_ = nd.line(wire.CommandResponse{Command: final})
+}
+
+// awaitCommand waits until c has finished and reports whether it did; it
+// gives up when ctx ends or the server closes. A command that finished as
+// the server closed counts as finished, so its final answer still goes out.
+func (s *Server) awaitCommand(ctx context.Context, c *commandRec) bool {
+	select {
+	case <-c.done:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.baseCtx.Done():
+		select {
+		case <-c.done:
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // followOutput writes every output frame of c, from the first, until the
@@ -274,11 +289,7 @@ func (s *Server) handleGetCommand(w http.ResponseWriter, r *http.Request, sid, c
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.WriteHeader(http.StatusOK)
 			_ = http.NewResponseController(w).Flush()
-			select {
-			case <-c.done:
-			case <-r.Context().Done():
-				return nil
-			case <-s.baseCtx.Done():
+			if !s.awaitCommand(r.Context(), c) {
 				return nil
 			}
 			s.mu.Lock()

@@ -18,7 +18,7 @@ import (
 // regular files are supported; parents are created as needed and header
 // modes applied.
 //
-// TODO(tarx): replace with tarx.Extract once internal/tarx exists.
+// TODO(tarx): replace with internal/tarx (see handleWriteFiles).
 func extractTarGz(ctx context.Context, r io.Reader, root *os.Root, target func(name string) (string, error)) error {
 	zr, err := gzip.NewReader(r)
 	if err != nil {

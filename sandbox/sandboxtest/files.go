@@ -59,7 +59,10 @@ func (s *Server) handleWriteFiles(w http.ResponseWriter, r *http.Request, sid st
 		}
 		return s.relPath(sess.sb, s.resolvePath(base, clean))
 	}
-	// TODO(tarx): switch to tarx.Extract once internal/tarx exists.
+	// TODO(tarx): switch to internal/tarx. In virtual mode this is
+	// tarx.ExtractAt(ctx, r.Body, sess.sb.dir, base, opts). In host-path
+	// mode the SDK's x-cwd "/" lies outside the sandbox directory while its
+	// entries lie inside, so each entry must be mapped (as target does).
 	if err := extractTarGz(r.Context(), r.Body, root, target); err != nil {
 		return badRequest("cannot extract the archive: %v", err)
 	}

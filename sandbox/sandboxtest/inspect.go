@@ -1,6 +1,7 @@
 package sandboxtest
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
@@ -32,7 +33,7 @@ func (s *Server) Sandboxes() []wire.Sandbox {
 			continue
 		}
 		seen[sb] = true
-		out = append(out, s.sandboxWire(sb))
+		out = append(out, deepCopy(s.sandboxWire(sb)))
 	}
 	return out
 }
@@ -46,7 +47,7 @@ func (s *Server) Sandbox(name string) (wire.Sandbox, bool) {
 	if sb == nil {
 		return wire.Sandbox{}, false
 	}
-	return s.sandboxWire(sb), true
+	return deepCopy(s.sandboxWire(sb)), true
 }
 
 // Sessions returns every session ever started, oldest first, including
@@ -57,7 +58,7 @@ func (s *Server) Sessions() []wire.Session {
 	defer s.mu.Unlock()
 	out := make([]wire.Session, len(s.sessList))
 	for i, sess := range s.sessList {
-		out[i] = sessionWire(sess)
+		out[i] = deepCopy(sessionWire(sess))
 	}
 	return out
 }
@@ -71,7 +72,7 @@ func (s *Server) Session(id string) (wire.Session, bool) {
 	if sess == nil {
 		return wire.Session{}, false
 	}
-	return sessionWire(sess), true
+	return deepCopy(sessionWire(sess)), true
 }
 
 // Snapshots returns every snapshot ever taken, oldest first, deleted ones
@@ -82,7 +83,7 @@ func (s *Server) Snapshots() []wire.Snapshot {
 	defer s.mu.Unlock()
 	out := make([]wire.Snapshot, len(s.snapList))
 	for i, snap := range s.snapList {
-		out[i] = snapshotWire(snap)
+		out[i] = deepCopy(snapshotWire(snap))
 	}
 	return out
 }
@@ -95,7 +96,9 @@ func (s *Server) Commands() []CommandInfo {
 	defer s.mu.Unlock()
 	out := make([]CommandInfo, len(s.commands))
 	for i, c := range s.commands {
-		out[i] = commandInfo(c)
+		info := commandInfo(c)
+		info.Command = deepCopy(info.Command)
+		out[i] = info
 	}
 	return out
 }
@@ -128,4 +131,18 @@ func (s *Server) Output(commandID string) (stdout, stderr string, err error) {
 // secrets redacted. It is safe to call while requests are in flight.
 func (s *Server) Requests() []Request {
 	return s.reqs.snapshot()
+}
+
+// deepCopy returns a copy of a wire value that shares no memory with the
+// server's state, so callers may modify what the inspection methods return.
+func deepCopy[T any](v T) T {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic("sandboxtest: cannot copy state: " + err.Error())
+	}
+	var out T
+	if err := json.Unmarshal(data, &out); err != nil {
+		panic("sandboxtest: cannot copy state: " + err.Error())
+	}
+	return out
 }

@@ -18,6 +18,9 @@ const (
 // for replay by the logs endpoint.
 const defaultOutputLimit = 64 << 20
 
+// maxBatch bounds how many frames a follower copies at a time.
+const maxBatch = 256
+
 // outFrame is one chunk of command output, as it will appear in a
 // {"stream":…,"data":…} line.
 type outFrame struct {
@@ -141,10 +144,11 @@ func (o *outputLog) close() {
 	o.signal()
 }
 
-// next returns the frames from sequence number from on, waiting for some to
-// arrive if there are none yet. done is true when the output is complete
+// next returns frames from sequence number from on (at most maxBatch),
+// waiting for some to arrive if there are none yet. done is true when the output is complete
 // and every frame up to its end has been returned. Frames dropped by the
-// retention limit are skipped. It returns early with ctx's error.
+// retention limit are skipped. It returns early with ctx's error, or when
+// stop is closed and nothing new has arrived.
 func (o *outputLog) next(ctx context.Context, stop <-chan struct{}, from int64) (frames []outFrame, nextFrom int64, done bool, err error) {
 	for {
 		o.mu.Lock()
@@ -153,9 +157,10 @@ func (o *outputLog) next(ctx context.Context, stop <-chan struct{}, from int64) 
 		}
 		end := o.first + int64(len(o.frames))
 		if from < end {
-			frames = append([]outFrame(nil), o.frames[from-o.first:]...)
+			stop := min(end, from+maxBatch)
+			frames = append([]outFrame(nil), o.frames[from-o.first:stop-o.first]...)
 			o.mu.Unlock()
-			return frames, end, false, nil
+			return frames, stop, false, nil
 		}
 		if o.closed {
 			o.mu.Unlock()
@@ -168,7 +173,12 @@ func (o *outputLog) next(ctx context.Context, stop <-chan struct{}, from int64) 
 		case <-ctx.Done():
 			return nil, from, false, ctx.Err()
 		case <-stop:
-			return nil, from, false, context.Canceled
+			// Output that completed at the same moment still gets out.
+			select {
+			case <-wake:
+			default:
+				return nil, from, false, context.Canceled
+			}
 		}
 	}
 }

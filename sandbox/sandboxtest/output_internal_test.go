@@ -73,3 +73,45 @@ func FuzzOutputLogUTF8(f *testing.F) {
 		require.Equal(t, validUTF8(data), b.String())
 	})
 }
+
+func TestOutputLogBatchesAndDrops(t *testing.T) {
+	t.Parallel()
+	o := newOutputLog(1000)
+	for range maxBatch + 10 {
+		_ = o.append(streamStdout, []byte("ab"))
+	}
+	o.close()
+	frames, next, done, err := o.next(context.Background(), nil, 0)
+	require.NoError(t, err)
+	assert.False(t, done)
+	assert.Len(t, frames, maxBatch)
+	frames, _, _, err = o.next(context.Background(), nil, next)
+	require.NoError(t, err)
+	assert.Len(t, frames, 10)
+
+	// Frames beyond the limit were dropped, oldest first: a reader that
+	// starts at 0 is moved to the oldest retained frame.
+	small := newOutputLog(4)
+	for _, s := range []string{"1", "22", "333"} {
+		_ = small.append(streamStdout, []byte(s))
+	}
+	small.close()
+	assert.Equal(t, []outFrame{{streamStdout, "333"}}, drain(t, small))
+	total, frames2, bytes := small.stats()
+	assert.Equal(t, int64(6), total)
+	assert.Equal(t, int64(2), frames2)
+	assert.Equal(t, int64(3), bytes)
+}
+
+func TestOutputLogNextStops(t *testing.T) {
+	t.Parallel()
+	o := newOutputLog(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, _, err := o.next(ctx, nil, 0)
+	assert.ErrorIs(t, err, context.Canceled)
+	stop := make(chan struct{})
+	close(stop)
+	_, _, _, err = o.next(context.Background(), stop, 0)
+	assert.Error(t, err)
+}

@@ -813,7 +813,6 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request, name string)
 	}
 	fromSnap := src.currentSnapshotID
 	s.mu.Unlock()
-	req.Name = strings.TrimSpace(req.Name)
 	if aerr := s.applyCreate(&spec, &req); aerr != nil {
 		return aerr
 	}

@@ -1,6 +1,7 @@
 package sandboxtest_test
 
 import (
+	"bufio"
 	"context"
 	"net"
 	"net/http"
@@ -285,16 +286,23 @@ func TestServeAndClose(t *testing.T) {
 	dir, err := srv.HostPath(r.Sandbox.Name, "/")
 	require.NoError(t, err)
 
-	// A client waiting on the command gets its final answer at Close.
+	// Clients waiting on commands get their final answers at Close.
 	waited := make(chan wire.Command, 1)
 	go func() { waited <- h.wait(r.Session.ID, c.ID) }()
-	require.Eventually(t, func() bool { return len(srv.Requests()) >= 3 }, 5*time.Second, time.Millisecond)
+	attached := h.request(context.Background(), "POST", sessPath(r.Session.ID, "/cmd"),
+		map[string]any{"command": "block", "args": []string{"never"}, "env": map[string]string{}, "sudo": false, "wait": true, "logs": true})
+	defer attached.Body.Close()
+	br := bufio.NewReader(attached.Body)
+	readLine(t, br, lineTimeout)
+	assert.Equal(t, `{"stream":"stdout","data":"started\n"}`+"\n", readLine(t, br, lineTimeout))
+	require.Eventually(t, func() bool { return len(srv.Requests()) >= 4 }, 5*time.Second, time.Millisecond)
 	time.Sleep(20 * time.Millisecond)
 
 	srv.Close()
 	srv.Close() // idempotent
 	require.NoError(t, <-served)
 	assert.Equal(t, 137, *(<-waited).ExitCode)
+	assert.Contains(t, readLine(t, br, lineTimeout), `"exitCode":137`)
 	assert.Equal(t, 137, *srv.Commands()[0].Command.ExitCode)
 	_, err = os.Stat(dir)
 	assert.ErrorIs(t, err, os.ErrNotExist)

@@ -17,8 +17,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -29,18 +31,40 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		stop()
+		if errors.Is(err, errUsage) {
+			os.Exit(2) // the flag package has explained
+		}
 		fmt.Fprintln(os.Stderr, "sandboxtest-server:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
-	token := flag.String("token", "", "accept only this bearer token (default: any non-empty token)")
-	dir := flag.String("dir", "", "directory for sandbox filesystems (default: a temporary directory removed at exit)")
-	verbose := flag.Bool("v", false, "log every request on stderr")
-	flag.Parse()
+// errUsage reports bad command-line arguments.
+var errUsage = errors.New("usage error")
+
+// run serves until ctx ends, then stops every process it started.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fl := flag.NewFlagSet("sandboxtest-server", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	listen := fl.String("listen", "127.0.0.1:0", "address to listen on")
+	token := fl.String("token", "", "accept only this bearer token (default: any non-empty token)")
+	dir := fl.String("dir", "", "directory for sandbox filesystems (default: a temporary directory removed at exit)")
+	verbose := fl.Bool("v", false, "log every request on stderr")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected argument %q\n", fl.Arg(0))
+		fl.Usage()
+		return errUsage
+	}
 
 	level := slog.LevelWarn
 	if *verbose {
@@ -49,7 +73,7 @@ func run() error {
 	opts := []sandboxtest.Option{
 		sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()),
 		sandboxtest.WithHostPaths(true),
-		sandboxtest.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))),
+		sandboxtest.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))),
 	}
 	if *token != "" {
 		opts = append(opts, sandboxtest.WithToken(*token))
@@ -66,11 +90,9 @@ func run() error {
 		srv.Close()
 		return err
 	}
-	fmt.Printf("listening on http://%s\n", ln.Addr())
-	fmt.Println("executor: host (local processes, not isolated)")
+	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+	fmt.Fprintln(stdout, "executor: host (local processes, not isolated)")
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Conformance of the sandboxtest fake with the official TypeScript SDK:
+# installs the pinned @vercel/sandbox from the committed lock file and runs
+# TestOfficialTypeScriptSDK, which drives the SDK through the fake.
+# Needs node (20 or newer) and npm with access to the npm registry.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+dir=sandbox/sandboxtest/testdata/tssdk
+
+echo "== node $(node --version), npm $(npm --version)"
+echo "== npm ci ($dir)"
+if ! log=$(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error 2>&1); then
+  echo "$log"
+  exit 1
+fi
+
+echo "== go test: official TypeScript SDK against the fake"
+SANDBOXTEST_TSSDK=1 go test ./sandbox/sandboxtest -run '^TestOfficialTypeScriptSDK$' -count=1 -v

@@ -1,0 +1,185 @@
+package sandbox_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+)
+
+func TestNotFoundError(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, err := e.c.Get(t.Context(), "missing")
+	require.ErrorIs(t, err, sandbox.ErrNotFound)
+	assert.NotErrorIs(t, err, sandbox.ErrGone)
+	var ae *sandbox.APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusNotFound, ae.StatusCode)
+	assert.Equal(t, "not_found", ae.Code)
+	assert.NotEmpty(t, ae.Message)
+	assert.Equal(t, http.MethodGet, ae.Method)
+	assert.Equal(t, "/v2/sandboxes/missing", ae.Path)
+	assert.Equal(t, "missing", ae.SandboxName)
+	assert.NotEmpty(t, ae.RequestID, "X-Vercel-Id")
+	assert.Equal(t, 1, ae.Attempts, "a 404 is not retried")
+	assert.NotContains(t, err.Error(), e.srv.Token(), "no token in errors")
+	assert.Len(t, e.srv.Requests(), 1)
+}
+
+func TestRetryThroughTransientFailure(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sb := e.create("flaky")
+	var n counter
+	var mu sync.Mutex
+	var retries []sandbox.RetryEvent
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.Method == http.MethodGet && n.inc(r.URL.Path) == 1 {
+			writeAPIError(w, http.StatusServiceUnavailable, "unavailable", "try again")
+			return
+		}
+		next.ServeHTTP(w, r)
+	}, sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: 5e6, MaxDelay: 50e6, OnRetry: func(ev sandbox.RetryEvent) {
+		mu.Lock()
+		retries = append(retries, ev)
+		mu.Unlock()
+	}}))
+
+	got, err := c.Get(t.Context(), "flaky")
+	require.NoError(t, err)
+	assert.Equal(t, sb.SessionID(), got.SessionID())
+	assert.Equal(t, 2, n.get("/v2/sandboxes/flaky"), "one failure, one retry")
+	assert.Len(t, requests(e.srv, http.MethodGet, "/v2/sandboxes/flaky"), 1, "only the retry reached the fake")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, retries, 1)
+	assert.Equal(t, http.StatusServiceUnavailable, retries[0].StatusCode)
+	assert.Equal(t, 2, retries[0].Attempt)
+	assert.Equal(t, "/v2/sandboxes/flaky", retries[0].Path)
+}
+
+func TestRetriesExhausted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var n counter
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		n.inc("all")
+		writeAPIError(w, http.StatusBadGateway, "bad_gateway", "upstream down")
+	})
+	_, err := c.Get(t.Context(), "any")
+	require.ErrorIs(t, err, sandbox.ErrServer)
+	var ae *sandbox.APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusBadGateway, ae.StatusCode)
+	assert.Equal(t, 3, ae.Attempts)
+	assert.Equal(t, 3, n.get("all"), "three attempts by default")
+}
+
+func TestRateLimitedWithLongRetryAfter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var n counter
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		n.inc("all")
+		w.Header().Set("Retry-After", "60")
+		writeAPIError(w, http.StatusTooManyRequests, "rate_limited", "The concurrency limit has been exceeded.")
+	})
+	_, err := c.Get(t.Context(), "any")
+	require.ErrorIs(t, err, sandbox.ErrRateLimited)
+	var ae *sandbox.APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, time.Minute, ae.RetryAfter)
+	assert.Equal(t, 1, n.get("all"), "a Retry-After beyond the limit is not waited for")
+}
+
+func TestRunOutcomeUnknownIsNotResent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var n counter
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if isCmdPost(r) && n.inc("cmd") == 1 {
+			_, _ = io.Copy(io.Discard, r.Body)
+			writeAPIError(w, http.StatusInternalServerError, "internal", "something broke")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "unsafe"})
+	require.NoError(t, err)
+
+	res, err := sb.Run(t.Context(), sandbox.Command("echo", "once"))
+	assert.Nil(t, res)
+	require.ErrorIs(t, err, sandbox.ErrUnknownResult)
+	var ou *sandbox.OutcomeUnknownError
+	require.ErrorAs(t, err, &ou)
+	assert.Equal(t, sb.SessionID(), ou.SessionID)
+	assert.Equal(t, "unsafe", ou.SandboxName)
+	assert.Equal(t, http.MethodPost, ou.Method)
+	assert.True(t, strings.HasSuffix(ou.Path, "/cmd"))
+	var ae *sandbox.APIError
+	require.ErrorAs(t, err, &ae, "the 500 is kept")
+	assert.Equal(t, http.StatusInternalServerError, ae.StatusCode)
+
+	assert.Equal(t, 1, n.get("cmd"), "the client did not resend")
+	assert.Zero(t, e.srv.CommandCount(), "nothing ran")
+
+	// Start is just as careful.
+	_, err = sb.Start(t.Context(), sandbox.Command("echo"))
+	require.NoError(t, err, "the proxy fails only the first command")
+	assert.Equal(t, 2, n.get("cmd"))
+	assert.Equal(t, 1, e.srv.CommandCount())
+}
+
+func TestCreateOutcomeUnknownIsNotResent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var n counter
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.Method == http.MethodPost && n.inc("create") == 1 {
+			// The sandbox is created, but the answer is lost.
+			rec := &discardWriter{h: http.Header{}}
+			next.ServeHTTP(rec, r)
+			writeAPIError(w, http.StatusBadGateway, "bad_gateway", "lost")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+	_, err := c.Create(t.Context(), sandbox.CreateParams{Name: "lost"})
+	var ou *sandbox.OutcomeUnknownError
+	require.ErrorAs(t, err, &ou)
+	assert.Equal(t, "lost", ou.SandboxName)
+	assert.Equal(t, 1, n.get("create"))
+	assert.Len(t, e.srv.Sandboxes(), 1)
+
+	// Recovery: the caller looks for it by name.
+	sb, err := c.GetOrCreate(t.Context(), sandbox.CreateParams{Name: "lost"})
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.StatusRunning, sb.Session().Status)
+	assert.Len(t, e.srv.Sandboxes(), 1)
+}
+
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+func TestWrongTokenIsForbidden(t *testing.T) {
+	t.Parallel()
+	srv := sandboxtest.NewServer(t, sandboxtest.WithToken("right-token"))
+	c := srv.Client(sandbox.WithToken("wrong-token", sandboxtest.TeamID, sandboxtest.ProjectID))
+	_, err := c.Create(t.Context(), sandbox.CreateParams{})
+	require.ErrorIs(t, err, sandbox.ErrForbidden)
+	assert.NotContains(t, err.Error(), "wrong-token")
+	assert.NotContains(t, err.Error(), "right-token")
+}

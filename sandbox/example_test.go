@@ -1,0 +1,207 @@
+package sandbox_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"os"
+
+	"github.com/sbx-go/vercel-sandbox/files"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+)
+
+// fake starts an in-process fake of the API whose commands are played by
+// script, and returns a client aimed at it. Against the real API, use
+// sandbox.NewClient() with credentials from the environment instead.
+func fake(script *sandboxtest.Script) (*sandbox.Client, func()) {
+	srv, err := sandboxtest.New(sandboxtest.WithExecutor(script))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	go srv.Serve(ln)
+	client, err := sandbox.NewClient(
+		sandbox.WithBaseURL("http://"+ln.Addr().String()),
+		sandbox.WithToken(srv.Token(), "team_x", "prj_x"),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return client, srv.Close
+}
+
+func ExampleClient_Create() {
+	client, stop := fake(sandboxtest.NewScript())
+	defer stop()
+	ctx := context.Background()
+
+	sb, err := client.Create(ctx, sandbox.CreateParams{
+		Name:  "demo",
+		Ports: []int{3000},
+		Env:   map[string]string{"NODE_ENV": "production"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(sb.Name(), sb.Session().Status, sb.Cwd())
+	for _, r := range sb.Routes() {
+		fmt.Println("port", r.Port, "exposed")
+	}
+	// Output:
+	// demo running /vercel/sandbox
+	// port 3000 exposed
+}
+
+func ExampleSandbox_Run() {
+	script := sandboxtest.NewScript()
+	script.Handle(sandboxtest.MatchName("echo"), sandboxtest.EchoHandler())
+	client, stop := fake(script)
+	defer stop()
+	ctx := context.Background()
+
+	sb, err := client.Create(ctx, sandbox.CreateParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	cmd := sandbox.Command("echo", "hello")
+	cmd.Stdout = os.Stdout // output is streamed as it arrives
+	res, err := sb.Run(ctx, cmd)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("exit code:", res.ExitCode)
+	// Output:
+	// hello
+	// exit code: 0
+}
+
+func ExampleSandbox_Start() {
+	script := sandboxtest.NewScript()
+	script.Handle(sandboxtest.MatchName("npm"), sandboxtest.Steps{}.
+		Stdout("building...\n").
+		Stderr("npm warn deprecated\n").
+		Stdout("done\n"))
+	client, stop := fake(script)
+	defer stop()
+	ctx := context.Background()
+
+	sb, err := client.Create(ctx, sandbox.CreateParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := sb.Start(ctx, sandbox.Command("npm", "run", "build"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	// h.Ref().String() can be stored and reattached from another process
+	// with command.ParseRef and Client.Attach.
+	res, err := h.Wait(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	stdout, stderr, err := h.Output(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("exit code:", res.ExitCode)
+	fmt.Printf("stdout: %q\nstderr: %q\n", stdout, stderr)
+	// Output:
+	// exit code: 0
+	// stdout: "building...\ndone\n"
+	// stderr: "npm warn deprecated\n"
+}
+
+func ExampleSandbox_WriteFiles() {
+	client, stop := fake(sandboxtest.NewScript())
+	defer stop()
+	ctx := context.Background()
+
+	sb, err := client.Create(ctx, sandbox.CreateParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = sb.WriteFiles(ctx, []files.Entry{
+		files.FromString("app/main.py", "print('hi')\n"),
+		files.FromString("app/run.sh", "#!/bin/sh\npython3 main.py\n").WithMode(0o755),
+		files.FromString("/etc/app.conf", "debug=false\n"),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	data, err := sb.ReadFileBytes(ctx, "app/main.py")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s", data)
+	data, err = sb.ReadFileBytes(ctx, "/etc/app.conf")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s", data)
+	// Output:
+	// print('hi')
+	// debug=false
+}
+
+func ExampleClient_StopSession() {
+	client, stop := fake(sandboxtest.NewScript())
+	defer stop()
+	ctx := context.Background()
+
+	sb, err := client.Create(ctx, sandbox.CreateParams{Name: "worker"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Another process knows only the session id it stored.
+	sessionID := sb.SessionID()
+
+	res, err := client.StopSession(ctx, sessionID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Session.Status, res.Session.ID == sessionID)
+	// Stopping again is not an error.
+	res, err = client.StopSandbox(ctx, "worker")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Session.Status, "already stopped:", res.AlreadyStopped)
+	// Output:
+	// stopped true
+	// stopped already stopped: true
+}
+
+func ExampleSandbox_Health() {
+	script := sandboxtest.NewScript()
+	script.Handle(sandboxtest.MatchName("true"), sandboxtest.Reply{})
+	client, stop := fake(script)
+	defer stop()
+	ctx := context.Background()
+
+	sb, err := client.Create(ctx, sandbox.CreateParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := sb.Health(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(h.State, "recreate:", h.ShouldRecreate)
+
+	if _, err := sb.Stop(ctx); err != nil {
+		log.Fatal(err)
+	}
+	h, err = sb.Health(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(h.State, "recreate:", h.ShouldRecreate)
+	// Output:
+	// healthy recreate: false
+	// stopped recreate: true
+}

@@ -1,0 +1,412 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/files"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+)
+
+func TestWriteFilesRoundTrip(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sb := e.create("files")
+
+	local := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(local, "bin"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(local, "bin", "run.sh"), []byte("#!/bin/sh\necho run\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(local, "README"), []byte("local readme"), 0o600))
+	dirEntries, err := files.FromDir(local, "/opt/app")
+	require.NoError(t, err)
+
+	mapfs := fstest.MapFS{
+		"src/main.go":   {Data: []byte("package main\n"), Mode: 0o644},
+		"src/tool.py":   {Data: []byte("print(1)\n"), Mode: 0o755},
+		"src/ignored/x": {Data: []byte("x"), Mode: 0o600},
+	}
+	fsEntries, err := files.FromFS(mapfs, "src", "project")
+	require.NoError(t, err)
+
+	entries := []files.Entry{
+		files.FromBytes("bytes.txt", []byte("from bytes")),
+		files.FromString("string.txt", "from a string"),
+		files.FromReader("nested/dir/reader.txt", strings.NewReader("from a reader"), int64(len("from a reader"))),
+	}
+	entries = append(entries, fsEntries...)
+	entries = append(entries, dirEntries...)
+	require.NoError(t, sb.WriteFiles(t.Context(), entries))
+
+	want := map[string]string{
+		"bytes.txt":                  "from bytes",
+		"/vercel/sandbox/string.txt": "from a string",
+		"nested/dir/reader.txt":      "from a reader",
+		"project/main.go":            "package main\n",
+		"project/tool.py":            "print(1)\n",
+		"project/ignored/x":          "x",
+		"/opt/app/bin/run.sh":        "#!/bin/sh\necho run\n",
+		"/opt/app/README":            "local readme",
+	}
+	for p, content := range want {
+		got, err := sb.ReadFileBytes(t.Context(), p)
+		require.NoError(t, err, p)
+		assert.Equal(t, content, string(got), p)
+	}
+
+	modes := map[string]fs.FileMode{
+		"/vercel/sandbox/bytes.txt":       0o644,
+		"/vercel/sandbox/project/tool.py": 0o755,
+		"/vercel/sandbox/project/main.go": 0o644,
+		"/opt/app/bin/run.sh":             0o755,
+		"/opt/app/README":                 0o600,
+	}
+	for p, mode := range modes {
+		host, err := e.srv.HostPath("files", p)
+		require.NoError(t, err)
+		st, err := os.Stat(host)
+		require.NoError(t, err, p)
+		assert.Equal(t, mode, st.Mode().Perm(), p)
+	}
+
+	writes := requests(e.srv, http.MethodPost, "/fs/write")
+	require.Len(t, writes, 1, "one archive")
+	assert.Equal(t, "application/gzip", writes[0].Header.Get("Content-Type"))
+	assert.Equal(t, "/", writes[0].Header.Get("X-Cwd"))
+}
+
+func TestWriteFileModeOverride(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sb := e.create("modes")
+	require.NoError(t, sb.WriteFiles(t.Context(), []files.Entry{
+		files.FromString("exec.sh", "#!/bin/sh\n").WithMode(0o750),
+	}))
+	host, err := e.srv.HostPath("modes", "exec.sh")
+	require.NoError(t, err)
+	st, err := os.Stat(host)
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o750), st.Mode().Perm())
+
+	err = sb.WriteFiles(t.Context(), []files.Entry{files.FromString("bad", "x").WithMode(fs.ModeDir | 0o755)})
+	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
+	assert.Len(t, requests(e.srv, http.MethodPost, "/fs/write"), 1, "an invalid entry sends nothing")
+}
+
+func TestWriteFilesPathRules(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sb := e.create("paths")
+	require.NoError(t, sb.WriteFiles(t.Context(), []files.Entry{
+		files.FromString("rel.txt", "rel"),
+		files.FromString("/etc/app.conf", "abs"),
+		files.FromString("a/../b.txt", "dotdot inside"),
+		files.FromString("../up.txt", "one up"),
+		files.FromString("//srv//data/./x.txt", "cleaned"),
+	}))
+	for sandboxPath, content := range map[string]string{
+		"/vercel/sandbox/rel.txt": "rel",
+		"/etc/app.conf":           "abs",
+		"/vercel/sandbox/b.txt":   "dotdot inside",
+		"/vercel/up.txt":          "one up",
+		"/srv/data/x.txt":         "cleaned",
+	} {
+		host, err := e.srv.HostPath("paths", sandboxPath)
+		require.NoError(t, err)
+		data, err := os.ReadFile(host)
+		require.NoError(t, err, sandboxPath)
+		assert.Equal(t, content, string(data), sandboxPath)
+	}
+	// Reads resolve relative paths against the cwd too, or ReadOptions.Cwd.
+	data, err := sb.ReadFileBytes(t.Context(), "../up.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "one up", string(data))
+	data, err = sb.ReadFileBytes(t.Context(), "app.conf", sandbox.ReadOptions{Cwd: "/etc"})
+	require.NoError(t, err)
+	assert.Equal(t, "abs", string(data))
+
+	for _, bad := range [][]files.Entry{
+		{files.FromString("/", "root")},
+		{files.FromString("", "empty")},
+		{files.FromString("dup.txt", "1"), files.FromString("/vercel/sandbox/dup.txt", "2")},
+	} {
+		assert.ErrorIs(t, sb.WriteFiles(t.Context(), bad), sandbox.ErrInvalidInput)
+	}
+	assert.Len(t, requests(e.srv, http.MethodPost, "/fs/write"), 1)
+}
+
+func TestReadFileMissing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sb := e.create("missing")
+	rc, err := sb.ReadFile(t.Context(), "nope.txt")
+	assert.Nil(t, rc)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	assert.ErrorIs(t, err, sandbox.ErrNotFound)
+	var pe *fs.PathError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "nope.txt", pe.Path)
+	var ae *sandbox.APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusNotFound, ae.StatusCode)
+
+	_, err = sb.DownloadFile(t.Context(), "nope.txt", filepath.Join(t.TempDir(), "x"))
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = sb.ReadFile(t.Context(), "")
+	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
+}
+
+func TestReadFileJSONAnswerIsNotData(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if strings.HasSuffix(r.URL.Path, "/fs/read") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			io.WriteString(w, `{"error":{"code":"internal","message":"not file content"}}`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "json"})
+	require.NoError(t, err)
+	require.NoError(t, sb.WriteFile(t.Context(), "f.txt", []byte("real")))
+
+	data, err := sb.ReadFileBytes(t.Context(), "f.txt")
+	require.Error(t, err)
+	assert.Nil(t, data)
+	assert.ErrorIs(t, err, sandbox.ErrDecode)
+	var de *sandbox.DecodeError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, http.StatusOK, de.StatusCode)
+	assert.NotErrorIs(t, err, fs.ErrNotExist)
+
+	dst := filepath.Join(t.TempDir(), "out.txt")
+	_, err = sb.DownloadFile(t.Context(), "f.txt", dst)
+	require.Error(t, err)
+	assert.NoFileExists(t, dst)
+}
+
+func TestDownloadFile(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sb := e.create("dl")
+	content := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+	require.NoError(t, sb.WriteFile(t.Context(), "data.bin", content))
+
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "sub", "data.bin")
+	var mu sync.Mutex
+	var reports [][2]int64
+	n, err := sb.DownloadFile(t.Context(), "data.bin", dst, sandbox.ReadOptions{Progress: func(read, total int64) {
+		mu.Lock()
+		reports = append(reports, [2]int64{read, total})
+		mu.Unlock()
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, int64(len(content)), n)
+	got, err := os.ReadFile(dst)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(content, got))
+	left, err := os.ReadDir(filepath.Dir(dst))
+	require.NoError(t, err)
+	require.Len(t, left, 1, "no temporary file is left")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, reports)
+	assert.Equal(t, [2]int64{int64(len(content)), int64(len(content))}, reports[len(reports)-1])
+	for i := 1; i < len(reports); i++ {
+		assert.Greater(t, reports[i][0], reports[i-1][0], "progress grows")
+	}
+}
+
+func TestDownloadFileIsAtomic(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if strings.HasSuffix(r.URL.Path, "/fs/read") {
+			// Announce 1000 bytes, send 10, cut the connection.
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Length", "1000")
+			w.WriteHeader(http.StatusOK)
+			io.WriteString(w, "0123456789")
+			http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		next.ServeHTTP(w, r)
+	})
+	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "atomic"})
+	require.NoError(t, err)
+
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "out.bin")
+	require.NoError(t, os.WriteFile(dst, []byte("previous version"), 0o644))
+	_, err = sb.DownloadFile(t.Context(), "any", dst)
+	require.Error(t, err)
+	got, err := os.ReadFile(dst)
+	require.NoError(t, err)
+	assert.Equal(t, "previous version", string(got), "a failed download leaves the old file")
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, left, 1, "the temporary file is removed")
+}
+
+func TestMkDir(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sb := e.create("mkdir")
+	require.NoError(t, sb.MkDir(t.Context(), "logs"))
+	host, err := e.srv.HostPath("mkdir", "logs")
+	require.NoError(t, err)
+	assert.DirExists(t, host)
+
+	err = sb.MkDir(t.Context(), "logs")
+	assert.ErrorIs(t, err, sandbox.ErrBadRequest, "already exists")
+	err = sb.MkDir(t.Context(), "a/b/c")
+	assert.ErrorIs(t, err, sandbox.ErrBadRequest, "not recursive")
+	assert.ErrorIs(t, sb.MkDir(t.Context(), ""), sandbox.ErrInvalidInput)
+
+	reqs := requests(e.srv, http.MethodPost, "/fs/mkdir")
+	require.Len(t, reqs, 3)
+	assert.Equal(t, map[string]any{"path": "logs"}, jsonBody(t, reqs[0]))
+}
+
+func TestMkDirAll(t *testing.T) {
+	t.Parallel()
+	e := newLocalEnv(t)
+	sb := e.create("mkdirall")
+	require.NoError(t, sb.MkDirAll(t.Context(), "p/q/r"))
+	require.NoError(t, sb.MkDirAll(t.Context(), "p/q/r"), "existing directories are fine")
+	host, err := e.srv.HostPath("mkdirall", "p/q/r")
+	require.NoError(t, err)
+	assert.DirExists(t, host)
+	cmds := e.srv.Commands()
+	require.Len(t, cmds, 2)
+	assert.Equal(t, "mkdir", cmds[0].Command.Name)
+	assert.Equal(t, []string{"-p", "--", "p/q/r"}, cmds[0].Command.Args)
+
+	require.NoError(t, sb.WriteFile(t.Context(), "file", []byte("x")))
+	err = sb.MkDirAll(t.Context(), "file/sub")
+	var ee *command.ExitError
+	require.ErrorAs(t, err, &ee, "mkdir -p fails under a file")
+	assert.NotZero(t, ee.ExitCode)
+}
+
+func TestWriteFilesProgress(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sb := e.create("progress")
+	var mu sync.Mutex
+	var reports []files.Progress
+	data := bytes.Repeat([]byte("x"), 256<<10)
+	err := sb.WriteFiles(t.Context(), []files.Entry{files.FromBytes("a", data), files.FromBytes("b", data)},
+		files.WithProgressInterval(0), files.WithProgress(func(p files.Progress) {
+			mu.Lock()
+			reports = append(reports, p)
+			mu.Unlock()
+		}))
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, len(reports), 3)
+	last := reports[len(reports)-1]
+	assert.True(t, last.Done)
+	assert.Equal(t, int64(2*len(data)), last.Bytes)
+	assert.Equal(t, int64(2*len(data)), last.TotalBytes)
+	assert.Equal(t, 2, last.Entries)
+	assert.Equal(t, writesBodySize(e), last.Compressed, "the archive size is what the server read")
+}
+
+func writesBodySize(e *env) int64 {
+	reqs := requests(e.srv, http.MethodPost, "/fs/write")
+	if len(reqs) == 0 {
+		return -1
+	}
+	return reqs[len(reqs)-1].BodySize
+}
+
+func TestUploadRetryOnlyWhenReplayable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var n counter
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if strings.HasSuffix(r.URL.Path, "/fs/write") && n.inc("write") <= 2 {
+			// The first attempt of each of the two uploads meets a 503.
+			_, _ = io.Copy(io.Discard, r.Body)
+			writeAPIError(w, http.StatusServiceUnavailable, "unavailable", "try again")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "retry"})
+	require.NoError(t, err)
+
+	// A one-shot reader cannot be sent again: the 503 is the answer.
+	err = sb.WriteFiles(t.Context(), []files.Entry{files.FromReader("once.txt", strings.NewReader("once"), 4)})
+	var ae *sandbox.APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusServiceUnavailable, ae.StatusCode)
+	assert.ErrorIs(t, err, sandbox.ErrServer)
+	assert.Equal(t, 1, n.get("write"), "not retried")
+
+	// Bytes can be sent again: the retry succeeds.
+	require.NoError(t, sb.WriteFiles(t.Context(), []files.Entry{files.FromBytes("twice.txt", []byte("twice"))}))
+	assert.Equal(t, 3, n.get("write"), "one failure, one retry")
+	got, err := sb.ReadFileBytes(t.Context(), "twice.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "twice", string(got))
+	_, err = sb.ReadFileBytes(t.Context(), "once.txt")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+func TestWriteFilesCanceled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sb := e.create("cancel")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := sb.WriteFiles(ctx, []files.Entry{files.FromString("x", "y")})
+	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
+	assert.Empty(t, requests(e.srv, http.MethodPost, "/fs/write"))
+}
+
+func TestOneShotUploadIsNotReplayedAfterGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sb := e.create("oneshot")
+	old := sb.SessionID()
+	require.NoError(t, e.srv.Stop(old)) // the handle does not know
+
+	err := sb.WriteFiles(t.Context(), []files.Entry{files.FromReader("r.txt", strings.NewReader("data"), 4)})
+	require.ErrorIs(t, err, sandbox.ErrGone, "a consumed reader cannot be sent to the resumed session")
+	assert.Empty(t, resumeRequests(e.srv))
+
+	// Bytes can: the call resumes and replays.
+	require.NoError(t, sb.WriteFiles(t.Context(), []files.Entry{files.FromString("b.txt", "bytes")}))
+	assert.NotEqual(t, old, sb.SessionID())
+	assert.Len(t, resumeRequests(e.srv), 1)
+
+	// Now that the handle knows, a one-shot upload resumes first.
+	_, err = sb.Stop(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, sb.WriteFiles(t.Context(), []files.Entry{files.FromReader("r.txt", strings.NewReader("data"), 4)}))
+	got, err := sb.ReadFileBytes(t.Context(), "r.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "data", string(got))
+	assert.Len(t, resumeRequests(e.srv), 2)
+}

@@ -1,0 +1,249 @@
+package sandbox_test
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+)
+
+func TestAutoResumeAfterServerStop(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var events []sandbox.ResumeEvent
+	e := newEnv(t)
+	e.c = e.srv.Client(sandbox.WithOnResume(func(ev sandbox.ResumeEvent) {
+		mu.Lock()
+		events = append(events, ev)
+		mu.Unlock()
+	}))
+	sb := e.create("auto")
+	old := sb.SessionID()
+	require.NoError(t, e.srv.Stop(old))
+
+	res, err := sb.Run(t.Context(), sandbox.Command("echo", "hi"))
+	require.NoError(t, err)
+	assert.Equal(t, "hi\n", string(res.Stdout))
+	assert.NotEqual(t, old, sb.SessionID())
+	assert.Equal(t, sb.SessionID(), res.SessionID)
+	assert.Equal(t, sandbox.StatusRunning, sb.Session().Status)
+
+	require.Len(t, resumeRequests(e.srv), 1)
+	assert.Equal(t, 1, e.srv.CommandCount(), "the command ran once")
+	cmds := requests(e.srv, http.MethodPost, "/cmd")
+	require.Len(t, cmds, 2, "refused on the old session, run on the new one")
+	assert.Equal(t, http.StatusGone, cmds[0].Status)
+	assert.Contains(t, cmds[0].Path, old)
+	assert.Contains(t, cmds[1].Path, sb.SessionID())
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, events, 1)
+	assert.Equal(t, sandbox.ResumeEvent{SandboxName: "auto", OldSessionID: old, NewSessionID: sb.SessionID()}, events[0])
+}
+
+func TestAutoResumeAfterStopSkipsTheRefusal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sb := e.create("known")
+	old := sb.SessionID()
+	_, err := sb.Stop(t.Context())
+	require.NoError(t, err)
+
+	// The handle knows its session stopped: it resumes before sending.
+	res, err := sb.Run(t.Context(), sandbox.Command("echo", "again"))
+	require.NoError(t, err)
+	assert.Equal(t, "again\n", string(res.Stdout))
+	assert.NotEqual(t, old, sb.SessionID())
+	assert.Len(t, resumeRequests(e.srv), 1)
+	assert.Len(t, requests(e.srv, http.MethodPost, "/cmd"), 1)
+	assert.Equal(t, 1, e.srv.CommandCount())
+}
+
+func TestFilesSurviveResume(t *testing.T) {
+	t.Parallel()
+	t.Run("fs read", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		sb := e.create("keep")
+		require.NoError(t, sb.WriteFile(t.Context(), "state.txt", []byte("before stop")))
+		require.NoError(t, e.srv.Stop(sb.SessionID()))
+
+		data, err := sb.ReadFileBytes(t.Context(), "state.txt")
+		require.NoError(t, err)
+		assert.Equal(t, "before stop", string(data))
+		assert.Len(t, resumeRequests(e.srv), 1)
+	})
+	t.Run("local executor", func(t *testing.T) {
+		t.Parallel()
+		e := newLocalEnv(t)
+		sb := e.create("keep")
+		require.NoError(t, sb.WriteFile(t.Context(), "state.txt", []byte("before stop")))
+		_, err := sb.Stop(t.Context())
+		require.NoError(t, err)
+
+		out, err := sb.Output(t.Context(), sandbox.Command("cat", "state.txt"))
+		require.NoError(t, err)
+		assert.Equal(t, "before stop", string(out))
+		assert.Len(t, resumeRequests(e.srv), 1)
+		host, err := e.srv.HostPath("keep", "state.txt")
+		require.NoError(t, err)
+		assert.Equal(t, filepath.Clean(sb.Cwd()), filepath.Dir(host))
+	})
+}
+
+func TestConcurrentCallsShareOneResume(t *testing.T) {
+	t.Parallel()
+	const n = 10
+	e := newEnv(t)
+	var old string
+	// Every call reaches the stopped session before any is refused; the
+	// last refusal is held back until the others already run on the
+	// resumed session, so it must not cause a resume of its own.
+	var mu sync.Mutex
+	arrived := 0
+	all, moved := make(chan struct{}), make(chan struct{})
+	var movedOnce sync.Once
+	hold := func(r *http.Request, ch <-chan struct{}) {
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if isCmdPost(r) {
+			mu.Lock()
+			stale := old != "" && strings.Contains(r.URL.Path, "/"+old+"/")
+			mu.Unlock()
+			if stale {
+				mu.Lock()
+				arrived++
+				k := arrived
+				if k == n {
+					close(all)
+				}
+				mu.Unlock()
+				hold(r, all)
+				if k == n {
+					hold(r, moved)
+				}
+			} else {
+				movedOnce.Do(func() { close(moved) })
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "herd"})
+	require.NoError(t, err)
+	mu.Lock()
+	old = sb.SessionID()
+	mu.Unlock()
+	require.NoError(t, e.srv.Stop(old))
+
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	sids := make([]string, n)
+	for i := range n {
+		wg.Go(func() {
+			res, err := sb.Run(t.Context(), sandbox.Command("echo", "x"))
+			errs[i] = err
+			if res != nil {
+				sids[i] = res.SessionID
+			}
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, errs[i])
+		assert.Equal(t, sb.SessionID(), sids[i], "every call ran on the resumed session")
+	}
+	assert.NotEqual(t, old, sb.SessionID())
+	assert.Len(t, resumeRequests(e.srv), 1, "one resume for all")
+	assert.Equal(t, n, e.srv.CommandCount())
+	assert.Len(t, e.srv.Sessions(), 2)
+	assert.Len(t, requests(e.srv, http.MethodPost, "/"+old+"/cmd"), n)
+}
+
+func TestAutoResumeOff(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.srv.Client(sandbox.WithAutoResume(false))
+	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "manual"})
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Stop(sb.SessionID()))
+
+	_, err = sb.Run(t.Context(), sandbox.Command("echo", "x"))
+	require.ErrorIs(t, err, sandbox.ErrGone)
+	var ae *sandbox.APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusGone, ae.StatusCode)
+	assert.Equal(t, sb.SessionID(), ae.SessionID)
+	assert.Empty(t, resumeRequests(e.srv))
+	assert.Zero(t, e.srv.CommandCount())
+
+	// An explicit Resume still works.
+	_, err = sb.Resume(t.Context())
+	require.NoError(t, err)
+	_, err = sb.Run(t.Context(), sandbox.Command("echo", "x"))
+	require.NoError(t, err)
+}
+
+func TestResumeWhileStopping(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, sandboxtest.WithStopDelay(1500*time.Millisecond))
+	sb := e.create("slow")
+	old := sb.SessionID()
+
+	// Another process stops the sandbox; the stop takes a while.
+	stopped := make(chan error, 1)
+	go func() {
+		_, err := e.srv.Client().StopSession(t.Context(), old)
+		stopped <- err
+	}()
+	require.Eventually(t, func() bool {
+		s, _ := e.srv.Session(old)
+		return s.Status == "stopping"
+	}, 10*time.Second, time.Millisecond)
+
+	res, err := sb.Run(t.Context(), sandbox.Command("echo", "after"))
+	require.NoError(t, err)
+	assert.Equal(t, "after\n", string(res.Stdout))
+	assert.NotEqual(t, old, sb.SessionID())
+	require.NoError(t, <-stopped)
+
+	cmds := requests(e.srv, http.MethodPost, "/cmd")
+	require.Len(t, cmds, 2)
+	assert.Equal(t, http.StatusUnprocessableEntity, cmds[0].Status, "422 sandbox_stopping")
+	assert.Len(t, resumeRequests(e.srv), 1)
+	assert.Equal(t, 1, e.srv.CommandCount())
+}
+
+func TestStopDuringWorkThenResume(t *testing.T) {
+	t.Parallel()
+	// 410 in the middle of work: a detached command dies with the session,
+	// the next call resumes.
+	e := newEnv(t)
+	e.handle("sleep", sandboxtest.Steps{}.Block())
+	sb := e.create("mid")
+	h, err := sb.Start(t.Context(), sandbox.Command("sleep", "1000"))
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Stop(sb.SessionID()))
+
+	res, err := h.Wait(t.Context())
+	require.Error(t, err)
+	require.NotNil(t, res)
+	assert.Equal(t, 137, res.ExitCode, "killed with the session")
+
+	out, err := sb.Output(t.Context(), sandbox.Command("echo", "ok"))
+	require.NoError(t, err)
+	assert.Equal(t, "ok\n", string(out))
+}

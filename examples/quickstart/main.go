@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -29,7 +30,9 @@ func main() {
 	log.SetFlags(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := run(ctx, os.Stdout); err != nil {
+	local := flag.Bool("local", false, "use the embedded local server even when Vercel credentials are present")
+	flag.Parse()
+	if err := run(ctx, os.Stdout, *local); err != nil {
 		log.Fatalf("quickstart: %v", err)
 	}
 }
@@ -38,9 +41,9 @@ func step(out io.Writer, format string, args ...any) {
 	fmt.Fprintf(out, "==> "+format+"\n", args...)
 }
 
-func connect(ctx context.Context, out io.Writer) (*sandbox.Client, func(), error) {
+func connect(ctx context.Context, out io.Writer, forceLocal bool) (*sandbox.Client, func(), error) {
 	creds := auth.Default(auth.DefaultOptions{})
-	if _, err := creds.Credentials(ctx); err == nil {
+	if _, err := creds.Credentials(ctx); err == nil && !forceLocal {
 		step(out, "using Vercel (credentials found in the environment)")
 		c, err := sandbox.NewClient(sandbox.WithCredentials(creds))
 		return c, func() {}, err
@@ -59,7 +62,7 @@ func connect(ctx context.Context, out io.Writer) (*sandbox.Client, func(), error
 	}
 	go srv.Serve(ln) //nolint:errcheck // returns after Close
 	url := "http://" + ln.Addr().String()
-	step(out, "no Vercel credentials found: using the embedded local server at %s", url)
+	step(out, "no Vercel credentials in use: using the embedded local server at %s", url)
 	step(out, "(it runs commands as local processes on this machine, without isolation)")
 	c, err := sandbox.NewClient(sandbox.WithBaseURL(url), sandbox.WithToken(srv.Token(), "team_local", "prj_local"))
 	if err != nil {
@@ -69,8 +72,8 @@ func connect(ctx context.Context, out io.Writer) (*sandbox.Client, func(), error
 	return c, srv.Close, nil
 }
 
-func run(ctx context.Context, out io.Writer) error {
-	client, closeFn, err := connect(ctx, out)
+func run(ctx context.Context, out io.Writer, forceLocal bool) error {
+	client, closeFn, err := connect(ctx, out, forceLocal)
 	if err != nil {
 		return err
 	}
@@ -140,7 +143,9 @@ type prefixWriter struct {
 	bol    bool
 }
 
-func prefixed(w io.Writer, prefix string) io.Writer { return &prefixWriter{w: w, prefix: prefix, bol: true} }
+func prefixed(w io.Writer, prefix string) io.Writer {
+	return &prefixWriter{w: w, prefix: prefix, bol: true}
+}
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
 	var sb strings.Builder

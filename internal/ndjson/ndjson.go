@@ -61,7 +61,7 @@ func (r *Reader) readLine() ([]byte, error) {
 		case bufio.ErrBufferFull:
 			continue
 		default:
-			return r.buf, err
+			return bytes.TrimRight(r.buf, "\r\n"), err
 		}
 	}
 }

@@ -1,0 +1,210 @@
+package command_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		cmd   *command.Cmd
+		field string
+	}{
+		{"nil", nil, "Cmd"},
+		{"empty name", &command.Cmd{}, "Cmd.Name"},
+		{"blank name", &command.Cmd{Name: "  "}, "Cmd.Name"},
+		{"nul in name", &command.Cmd{Name: "a\x00"}, "Cmd.Name"},
+		{"nul in arg", &command.Cmd{Name: "ls", Args: []string{"ok", "b\x00d"}}, "Cmd.Args[1]"},
+		{"bad env name", &command.Cmd{Name: "ls", Env: map[string]string{"A=B": "x"}}, "Cmd.Env"},
+		{"nul in env value", &command.Cmd{Name: "ls", Env: map[string]string{"A": "x\x00"}}, "Cmd.Env[A]"},
+		{"negative timeout", &command.Cmd{Name: "ls", Timeout: -time.Second}, "Cmd.Timeout"},
+		{"tiny timeout", &command.Cmd{Name: "ls", Timeout: 50 * time.Millisecond}, "Cmd.Timeout"},
+		{"negative inactivity", &command.Cmd{Name: "ls", InactivityTimeout: -1}, "Cmd.InactivityTimeout"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := tc.cmd.Validate()
+			var ie *apierr.InputError
+			require.ErrorAs(t, err, &ie)
+			assert.Equal(t, tc.field, ie.Field)
+			assert.ErrorIs(t, err, apierr.ErrInvalidInput)
+		})
+	}
+	assert.NoError(t, (&command.Cmd{Name: "ls", Args: []string{"-la"}, Timeout: 100 * time.Millisecond}).Validate())
+}
+
+func TestCmdString(t *testing.T) {
+	t.Parallel()
+	c := &command.Cmd{Name: "sh", Args: []string{"-c", "echo $HOME", ""}}
+	assert.Equal(t, `sh -c "echo $HOME" ""`, c.String())
+}
+
+func TestRefRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"sbx_1/cmd_2", "my-box/sbx_1/cmd_2"} {
+		r, err := command.ParseRef(s)
+		require.NoError(t, err)
+		assert.Equal(t, s, r.String())
+		b, err := r.MarshalText()
+		require.NoError(t, err)
+		var back command.Ref
+		require.NoError(t, back.UnmarshalText(b))
+		assert.Equal(t, r, back)
+	}
+	for _, bad := range []string{"", "x", "a/b/c/d", "/cmd", "sbx/", "sbx 1/cmd"} {
+		_, err := command.ParseRef(bad)
+		assert.ErrorIs(t, err, apierr.ErrInvalidInput, bad)
+	}
+}
+
+func TestParseSignal(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]command.Signal{"SIGTERM": 15, "term": 15, "kill": 9, "9": 9, "SIGHUP": 1, "64": 64} {
+		got, err := command.ParseSignal(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "SIGNOPE", "0", "65", "-1"} {
+		_, err := command.ParseSignal(bad)
+		assert.Error(t, err, bad)
+	}
+	assert.Equal(t, "SIGTERM", command.SIGTERM.String())
+	assert.Equal(t, "signal 42", command.Signal(42).String())
+}
+
+func TestErrorsText(t *testing.T) {
+	t.Parallel()
+	ee := &command.ExitError{Result: &command.Result{CommandID: "cmd_1", ExitCode: 2, Stderr: []byte("warn\nboom: failed\n")}}
+	assert.Equal(t, "command cmd_1 exited with code 2: boom: failed", ee.Error())
+	ie := &command.InactivityError{CommandID: "cmd_1", Silence: time.Minute, Killed: true}
+	assert.ErrorIs(t, ie, command.ErrInactivity)
+	assert.Contains(t, ie.Error(), "1m0s")
+	assert.True(t, (&command.Result{}).Success())
+	assert.False(t, (*command.Result)(nil).Success())
+}
+
+// fakeAPI implements command.API with canned answers.
+type fakeAPI struct {
+	mu      sync.Mutex
+	logs    string
+	done    bool
+	exit    int
+	kills   []command.Signal
+	infoErr error
+}
+
+func (f *fakeAPI) CommandInfo(_ context.Context, ref command.Ref, wait bool) (command.Info, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.infoErr != nil {
+		return command.Info{}, f.infoErr
+	}
+	info := command.Info{ID: ref.CommandID, SessionID: ref.SessionID}
+	if f.done || wait {
+		code := f.exit
+		info.ExitCode = &code
+	}
+	return info, nil
+}
+
+func (f *fakeAPI) KillCommand(_ context.Context, ref command.Ref, sig command.Signal) (command.Info, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.kills = append(f.kills, sig)
+	return command.Info{ID: ref.CommandID}, nil
+}
+
+func (f *fakeAPI) CommandLogs(context.Context, command.Ref) (io.ReadCloser, error) {
+	return io.NopCloser(strings.NewReader(f.logs)), nil
+}
+
+func TestHandle(t *testing.T) {
+	t.Parallel()
+	api := &fakeAPI{done: true, exit: 3,
+		logs: `{"stream":"stdout","data":"a\n"}` + "\n" + `{"stream":"stderr","data":"b\n"}` + "\n"}
+	h, err := command.NewHandle(api, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	var evs []command.Event
+	for ev, err := range h.Logs(ctx) {
+		require.NoError(t, err)
+		evs = append(evs, ev)
+	}
+	assert.Equal(t, []command.Event{{Stream: command.Stdout, Data: []byte("a\n")}, {Stream: command.Stderr, Data: []byte("b\n")}}, evs)
+
+	out, errOut, err := h.Output(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "a\n", string(out))
+	assert.Equal(t, "b\n", string(errOut))
+
+	res, err := h.Wait(ctx)
+	var ee *command.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 3, res.ExitCode)
+
+	require.NoError(t, h.Kill(ctx, 0))
+	require.NoError(t, h.Kill(ctx, command.SIGKILL))
+	assert.Equal(t, []command.Signal{command.SIGTERM, command.SIGKILL}, api.kills)
+	assert.Error(t, h.Kill(ctx, -1))
+}
+
+func TestHandleLogsCutWhileRunning(t *testing.T) {
+	t.Parallel()
+	api := &fakeAPI{done: false, logs: `{"stream":"stdout","data":"partial"}` + "\n"}
+	h, err := command.NewHandle(api, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	require.NoError(t, err)
+	var got error
+	for _, err := range h.Logs(context.Background()) {
+		if err != nil {
+			got = err
+		}
+	}
+	assert.ErrorIs(t, got, apierr.ErrStreamEnded)
+}
+
+func TestHandleLogsErrorFrame(t *testing.T) {
+	t.Parallel()
+	api := &fakeAPI{done: true, logs: `{"stream":"error","data":{"code":"sandbox_stopped","message":"gone"}}` + "\n"}
+	h, _ := command.NewHandle(api, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	_, _, err := h.Output(context.Background())
+	var se *apierr.StreamError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "sandbox_stopped", se.Code)
+	assert.ErrorIs(t, err, apierr.ErrGone)
+}
+
+func TestHandleOutputTruncated(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", command.DefaultCaptureLimit+10)
+	api := &fakeAPI{done: true, logs: `{"stream":"stdout","data":"` + big + `"}` + "\n"}
+	h, _ := command.NewHandle(api, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	out, _, err := h.Output(context.Background())
+	assert.True(t, errors.Is(err, command.ErrOutputTruncated))
+	assert.Len(t, out, command.DefaultCaptureLimit)
+}
+
+func TestNewHandleRejects(t *testing.T) {
+	t.Parallel()
+	_, err := command.NewHandle(nil, command.Ref{SessionID: "s", CommandID: "c"})
+	assert.Error(t, err)
+	_, err = command.NewHandle(&fakeAPI{}, command.Ref{SessionID: "s"})
+	assert.Error(t, err)
+}

@@ -1,0 +1,105 @@
+package cmdstream
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+)
+
+func TestDecoderAttachedStream(t *testing.T) {
+	t.Parallel()
+	body := `{"command":{"id":"cmd_1","name":"echo","args":["hi"],"cwd":"/v","sessionId":"sbx_1","exitCode":null,"startedAt":1}}
+{"stream":"stdout","data":"hi\n"}
+
+{"stream":"stderr","data":"\u00e9\n"}
+{"command":{"id":"cmd_1","name":"echo","args":["hi"],"cwd":"/v","sessionId":"sbx_1","exitCode":0,"durationMs":4,"startedAt":1}}
+`
+	d := NewDecoder(strings.NewReader(body), "sbx_1", "")
+	f, err := d.Next()
+	require.NoError(t, err)
+	require.Equal(t, KindCommand, f.Kind)
+	assert.Nil(t, f.Command.ExitCode)
+	f, err = d.Next()
+	require.NoError(t, err)
+	assert.Equal(t, Frame{Kind: KindStdout, Data: []byte("hi\n")}, f)
+	f, err = d.Next()
+	require.NoError(t, err)
+	assert.Equal(t, Frame{Kind: KindStderr, Data: []byte("é\n")}, f)
+	f, err = d.Next()
+	require.NoError(t, err)
+	require.Equal(t, KindCommand, f.Kind)
+	assert.Equal(t, 0, *f.Command.ExitCode)
+	_, err = d.Next()
+	assert.Equal(t, io.EOF, err)
+}
+
+func TestDecoderErrors(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		`{"stream":"error","data":{"code":"sandbox_stream_closed","message":"closed"}}`: "sandbox_stream_closed",
+		`{"stream":"error","data":"text"}`:                                             "stream_error",
+		`{"stream":"stdout","data":{"x":1}}`:                                           "malformed_frame",
+		`{"stream":"other","data":"x"}`:                                                "malformed_frame",
+		`not json`:                                                                     "malformed_frame",
+	}
+	for line, code := range cases {
+		d := NewDecoder(strings.NewReader(line+"\n"), "sbx_1", "cmd_1")
+		_, err := d.Next()
+		var se *apierr.StreamError
+		require.ErrorAs(t, err, &se, line)
+		assert.Equal(t, code, se.Code, line)
+		assert.Equal(t, "cmd_1", se.CommandID)
+	}
+}
+
+func TestDecoderReadError(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("connection reset")
+	d := NewDecoder(io.MultiReader(strings.NewReader(`{"stream":"stdout","data":"a"}`+"\n"), errReader{boom}), "s", "c")
+	_, err := d.Next()
+	require.NoError(t, err)
+	_, err = d.Next()
+	assert.ErrorIs(t, err, apierr.ErrStreamEnded)
+	assert.ErrorIs(t, err, boom)
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+func FuzzDecoder(f *testing.F) {
+	f.Add([]byte(`{"command":{"id":"c","exitCode":null}}` + "\n" + `{"stream":"stdout","data":"x"}` + "\n"))
+	f.Add([]byte(`{"stream":"error","data":{"code":"a"}}`))
+	f.Add([]byte("\n\n{}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := NewDecoder(strings.NewReader(string(data)), "s", "c")
+		for i := 0; i < 10000; i++ {
+			fr, err := d.Next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				var se *apierr.StreamError
+				if !errors.As(err, &se) {
+					t.Fatalf("untyped error %T %v", err, err)
+				}
+				return
+			}
+			switch fr.Kind {
+			case KindCommand:
+				if fr.Command == nil {
+					t.Fatal("command frame without command")
+				}
+			case KindStdout, KindStderr:
+			default:
+				t.Fatalf("unknown kind %d", fr.Kind)
+			}
+		}
+	})
+}

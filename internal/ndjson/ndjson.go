@@ -23,7 +23,7 @@ var ErrLineTooLong = errors.New("ndjson: line exceeds the maximum length")
 // NewReader returns a Reader over r. maxLine bounds one line in bytes; zero
 // or less means no bound.
 func NewReader(r io.Reader, maxLine int) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: maxLine}
+	return &Reader{br: bufio.NewReaderSize(r, 8<<10), max: maxLine}
 }
 
 // Next returns the next non-blank line without its terminator. The slice is

@@ -43,10 +43,10 @@ func TestDecoderErrors(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
 		`{"stream":"error","data":{"code":"sandbox_stream_closed","message":"closed"}}`: "sandbox_stream_closed",
-		`{"stream":"error","data":"text"}`:                                             "stream_error",
-		`{"stream":"stdout","data":{"x":1}}`:                                           "malformed_frame",
-		`{"stream":"other","data":"x"}`:                                                "malformed_frame",
-		`not json`:                                                                     "malformed_frame",
+		`{"stream":"error","data":"text"}`:                                              "stream_error",
+		`{"stream":"stdout","data":{"x":1}}`:                                            "malformed_frame",
+		`{"stream":"other","data":"x"}`:                                                 "malformed_frame",
+		`not json`:                                                                      "malformed_frame",
 	}
 	for line, code := range cases {
 		d := NewDecoder(strings.NewReader(line+"\n"), "sbx_1", "cmd_1")

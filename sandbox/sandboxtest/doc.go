@@ -13,8 +13,9 @@
 //
 //	func TestDeploy(t *testing.T) {
 //		srv := sandboxtest.NewServer(t, sandboxtest.WithExecutor(myExecutor))
-//		// Point any client at the fake:
-//		//   base URL: srv.URL()   (append /api or not, both work)
+//		client := srv.Client() // a *sandbox.Client aimed at the fake
+//		// ... or point any other client at the fake:
+//		//   base URL: srv.URL()   (with or without /api)
 //		//   token:    srv.Token() (any team and project ids are accepted)
 //		...
 //		if n := srv.CommandCount(); n != 1 {
@@ -39,7 +40,9 @@
 // that real host processes see the same paths as the client; paths outside
 // that directory are refused. A stopped sandbox keeps its directory, and a
 // resume reuses it; snapshots are copies of the directory, restored when a
-// sandbox is created from one or its current snapshot is moved.
+// sandbox is created from one or its current snapshot is moved. A path that
+// would leave the sandbox's directory (in host-path mode, or through a
+// symbolic link) answers 400 bad_request, for fs/read too.
 //
 // # What it does not emulate
 //

@@ -274,21 +274,30 @@ func (s *Server) close() {
 	for _, c := range cmds {
 		<-c.done
 	}
+	// Then let the requests in flight finish writing their answers, and cut
+	// the connections of those that do not finish in time (a client that
+	// stalls an upload, say).
 	s.cancelBase()
+	grace, cancel := context.WithTimeout(context.Background(), closeGrace)
+	defer cancel()
+	idle := true
 	select {
 	case <-s.inflight.idle():
-	case <-time.After(closeGrace):
-	}
-	if ts != nil {
-		ts.CloseClientConnections()
+	case <-grace.Done():
+		idle = false
 	}
 	if hs != nil {
-		_ = hs.Close()
+		if err := hs.Shutdown(grace); err != nil {
+			_ = hs.Close()
+		}
+	}
+	if ts != nil {
+		if !idle {
+			ts.CloseClientConnections()
+		}
+		ts.Close() // waits for the handlers
 	}
 	<-s.inflight.idle()
-	if ts != nil {
-		ts.Close()
-	}
 
 	now := s.nowMs()
 	s.mu.Lock()

@@ -3,8 +3,10 @@ package sandboxtest_test
 import (
 	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
@@ -287,8 +289,26 @@ func TestServeAndClose(t *testing.T) {
 	require.NoError(t, err)
 
 	// Clients waiting on commands get their final answers at Close.
-	waited := make(chan wire.Command, 1)
-	go func() { waited <- h.wait(r.Session.ID, c.ID) }()
+	type waitResult struct {
+		status int
+		body   string
+	}
+	waited := make(chan waitResult, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", srv.URL()+sessPath(r.Session.ID, "/cmd/", c.ID, "?wait=true"), nil)
+		req.Header.Set("Authorization", "Bearer "+srv.Token())
+		resp, err := hc.Do(req)
+		if err != nil {
+			waited <- waitResult{body: err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			body = append(body, " / "+err.Error()...)
+		}
+		waited <- waitResult{resp.StatusCode, string(body)}
+	}()
 	attached := h.request(context.Background(), "POST", sessPath(r.Session.ID, "/cmd"),
 		map[string]any{"command": "block", "args": []string{"never"}, "env": map[string]string{}, "sudo": false, "wait": true, "logs": true})
 	defer attached.Body.Close()
@@ -301,7 +321,9 @@ func TestServeAndClose(t *testing.T) {
 	srv.Close()
 	srv.Close() // idempotent
 	require.NoError(t, <-served)
-	assert.Equal(t, 137, *(<-waited).ExitCode)
+	w := <-waited
+	assert.Equal(t, 200, w.status, w.body)
+	assert.Contains(t, w.body, `"exitCode":137`)
 	assert.Contains(t, readLine(t, br, lineTimeout), `"exitCode":137`)
 	assert.Equal(t, 137, *srv.Commands()[0].Command.ExitCode)
 	_, err = os.Stat(dir)
@@ -343,4 +365,43 @@ func TestFork(t *testing.T) {
 	assert.Regexp(t, genNamePattern, unnamed.Sandbox.Name)
 	h.fail(404, "not_found", "POST", "/v2/sandboxes/nope/fork", nil)
 	h.fail(400, "bad_request", "POST", "/v2/sandboxes/origin/fork", map[string]any{"name": "copy"})
+}
+
+// The same for a server made with NewServer: Close (also run by the test
+// cleanup) ends attached streams with their final line.
+func TestNewServerCloseDeliversFinalLine(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	r := h.create(nil)
+	resp := h.request(context.Background(), "POST", sessPath(r.Session.ID, "/cmd"),
+		map[string]any{"command": "block", "args": []string{"never"}, "env": map[string]string{}, "sudo": false, "wait": true, "logs": true})
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	readLine(t, br, lineTimeout)
+	readLine(t, br, lineTimeout)
+	h.srv.Close()
+	assert.Contains(t, readLine(t, br, lineTimeout), `"exitCode":137`)
+	rest, err := io.ReadAll(br)
+	require.NoError(t, err)
+	assert.Empty(t, rest)
+}
+
+// Handler can be mounted in a server of one's own; after Close it answers
+// 503 without doing anything.
+func TestHandlerAfterClose(t *testing.T) {
+	t.Parallel()
+	srv, err := sandboxtest.New()
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	assert.Empty(t, srv.URL(), "not listening by itself")
+	srv.Close()
+	req, err := http.NewRequest("POST", ts.URL+"/v3/sandboxes", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer x")
+	resp, err := ts.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Empty(t, srv.Sandboxes())
 }

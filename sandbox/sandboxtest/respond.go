@@ -2,11 +2,14 @@ package sandboxtest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -140,4 +143,54 @@ func paginate[T any](items []T, limit int, cursor string) ([]T, wire.Pagination,
 		pag.Next = ptr(base64.RawURLEncoding.EncodeToString([]byte("offset:" + strconv.Itoa(end))))
 	}
 	return page, pag, nil
+}
+
+// listQuery holds the paging parameters shared by the session and snapshot
+// lists.
+type listQuery struct {
+	limit  int
+	desc   bool
+	name   string
+	cursor string
+}
+
+func (s *Server) parseListQuery(q url.Values) (listQuery, *apiError) {
+	if aerr := s.checkProjectQuery(q.Get("project")); aerr != nil {
+		return listQuery{}, aerr
+	}
+	limit, aerr := parseLimit(q.Get("limit"))
+	if aerr != nil {
+		return listQuery{}, aerr
+	}
+	desc, aerr := parseSortOrder(q.Get("sortOrder"))
+	if aerr != nil {
+		return listQuery{}, aerr
+	}
+	return listQuery{limit: limit, desc: desc, name: q.Get("name"), cursor: q.Get("cursor")}, nil
+}
+
+// creationItem is a list entry ordered by creation time, then by sequence.
+type creationItem[T any] struct {
+	seq, created int64
+	w            T
+}
+
+// sortedPage orders items by creation and returns the page lq asks for.
+func sortedPage[T any](items []creationItem[T], lq listQuery) ([]T, wire.Pagination, *apiError) {
+	slices.SortFunc(items, func(a, b creationItem[T]) int {
+		c := cmp.Or(cmp.Compare(a.created, b.created), cmp.Compare(a.seq, b.seq))
+		if lq.desc {
+			return -c
+		}
+		return c
+	})
+	page, pag, aerr := paginate(items, lq.limit, lq.cursor)
+	if aerr != nil {
+		return nil, pag, aerr
+	}
+	out := make([]T, len(page))
+	for i, it := range page {
+		out[i] = it.w
+	}
+	return out, pag, nil
 }

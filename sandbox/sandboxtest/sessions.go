@@ -1,12 +1,10 @@
 package sandboxtest
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
@@ -347,46 +345,22 @@ func (s *Server) handleGetSession(w http.ResponseWriter, sid string) *apiError {
 
 // handleListSessions serves GET /v2/sandboxes/sessions.
 func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) *apiError {
-	q := r.URL.Query()
-	if aerr := s.checkProjectQuery(q.Get("project")); aerr != nil {
-		return aerr
-	}
-	limit, aerr := parseLimit(q.Get("limit"))
+	lq, aerr := s.parseListQuery(r.URL.Query())
 	if aerr != nil {
 		return aerr
 	}
-	desc, aerr := parseSortOrder(q.Get("sortOrder"))
-	if aerr != nil {
-		return aerr
-	}
-	name := q.Get("name")
-	type item struct {
-		seq, created int64
-		w            wire.Session
-	}
-	var items []item
+	var items []creationItem[wire.Session]
 	s.mu.Lock()
 	for _, sess := range s.sessList {
-		if sess.sb.deleted || (name != "" && sess.sb.name != name) {
+		if sess.sb.deleted || (lq.name != "" && sess.sb.name != lq.name) {
 			continue
 		}
-		items = append(items, item{sess.seq, sess.createdAt, sessionWire(sess)})
+		items = append(items, creationItem[wire.Session]{sess.seq, sess.createdAt, sessionWire(sess)})
 	}
 	s.mu.Unlock()
-	slices.SortFunc(items, func(a, b item) int {
-		c := cmp.Or(cmp.Compare(a.created, b.created), cmp.Compare(a.seq, b.seq))
-		if desc {
-			return -c
-		}
-		return c
-	})
-	page, pag, aerr := paginate(items, limit, q.Get("cursor"))
+	out, pag, aerr := sortedPage(items, lq)
 	if aerr != nil {
 		return aerr
-	}
-	out := make([]wire.Session, len(page))
-	for i, it := range page {
-		out[i] = it.w
 	}
 	writeJSON(w, http.StatusOK, wire.ListSessionsResponse{Sessions: out, Pagination: pag})
 	return nil

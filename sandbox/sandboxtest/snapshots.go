@@ -1,7 +1,6 @@
 package sandboxtest
 
 import (
-	"cmp"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -193,46 +192,22 @@ func (s *Server) handleDeleteSnapshot(w http.ResponseWriter, id string) *apiErro
 
 // handleListSnapshots serves GET /v2/sandboxes/snapshots.
 func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) *apiError {
-	q := r.URL.Query()
-	if aerr := s.checkProjectQuery(q.Get("project")); aerr != nil {
-		return aerr
-	}
-	limit, aerr := parseLimit(q.Get("limit"))
+	lq, aerr := s.parseListQuery(r.URL.Query())
 	if aerr != nil {
 		return aerr
 	}
-	desc, aerr := parseSortOrder(q.Get("sortOrder"))
-	if aerr != nil {
-		return aerr
-	}
-	name := q.Get("name")
-	type item struct {
-		seq, created int64
-		w            wire.Snapshot
-	}
-	var items []item
+	var items []creationItem[wire.Snapshot]
 	s.mu.Lock()
 	for _, snap := range s.snapList {
-		if snap.status == snapDeleted || (name != "" && snap.sandboxName != name) {
+		if snap.status == snapDeleted || (lq.name != "" && snap.sandboxName != lq.name) {
 			continue
 		}
-		items = append(items, item{snap.seq, snap.createdAt, snapshotWire(snap)})
+		items = append(items, creationItem[wire.Snapshot]{snap.seq, snap.createdAt, snapshotWire(snap)})
 	}
 	s.mu.Unlock()
-	slices.SortFunc(items, func(a, b item) int {
-		c := cmp.Or(cmp.Compare(a.created, b.created), cmp.Compare(a.seq, b.seq))
-		if desc {
-			return -c
-		}
-		return c
-	})
-	page, pag, aerr := paginate(items, limit, q.Get("cursor"))
+	out, pag, aerr := sortedPage(items, lq)
 	if aerr != nil {
 		return aerr
-	}
-	out := make([]wire.Snapshot, len(page))
-	for i, it := range page {
-		out[i] = it.w
 	}
 	writeJSON(w, http.StatusOK, wire.ListSnapshotsResponse{Snapshots: out, Pagination: pag})
 	return nil

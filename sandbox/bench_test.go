@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -196,4 +197,102 @@ func pseudoText(n int) []byte {
 		out = append(out, ' ')
 	}
 	return out[:n]
+}
+
+// decodeLines is the number of frames in the prebuilt log body of
+// BenchmarkLogDecode.
+const decodeLines = 1_000_000
+
+// logBodyServer serves a prebuilt NDJSON log of decodeLines frames, and a
+// finished command, so the benchmarks measure the client alone.
+func logBodyServer(b *testing.B) (string, int) {
+	b.Helper()
+	var body bytes.Buffer
+	payload := 0
+	for i := 0; i < decodeLines; i++ {
+		line := fmt.Sprintf("line %d of the benchmark output\\n", i)
+		payload += len(line) - 1 // the escaped newline is one byte of data
+		fmt.Fprintf(&body, `{"stream":"stdout","data":"%s"}`+"\n", line)
+	}
+	data := body.Bytes()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/logs") {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.Write(data)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"command":{"id":"cmd_1","name":"x","args":[],"cwd":"/","sessionId":"sbx_1","exitCode":0,"startedAt":1}}`)
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL, payload
+}
+
+// BenchmarkLogDecode reads decodeLines log frames through
+// command.Handle.Logs over loopback.
+func BenchmarkLogDecode(b *testing.B) {
+	url, payload := logBodyServer(b)
+	c, err := sandbox.NewClient(sandbox.WithBaseURL(url), sandbox.WithToken("t", "team", "prj"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := c.Attach(command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.SetBytes(int64(payload))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n := 0
+		for ev, err := range h.Logs(ctx) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(ev.Data)
+		}
+		if n != payload {
+			b.Fatalf("got %d bytes, want %d", n, payload)
+		}
+	}
+	b.ReportMetric(float64(b.N*decodeLines)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// BenchmarkLogDecodeRaw is the baseline: the same body read with net/http,
+// bufio and encoding/json alone.
+func BenchmarkLogDecodeRaw(b *testing.B) {
+	url, payload := logBodyServer(b)
+	b.SetBytes(int64(payload))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		resp, err := http.Get(url + "/v2/sandboxes/sessions/sbx_1/cmd/cmd_1/logs")
+		if err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewReader(resp.Body)
+		n := 0
+		for {
+			line, err := sc.ReadSlice('\n')
+			if len(line) > 1 {
+				var f struct {
+					Stream string `json:"stream"`
+					Data   string `json:"data"`
+				}
+				if err := json.Unmarshal(line, &f); err != nil {
+					b.Fatal(err)
+				}
+				n += len(f.Data)
+			}
+			if err != nil {
+				break
+			}
+		}
+		resp.Body.Close()
+		if n != payload {
+			b.Fatalf("got %d bytes, want %d", n, payload)
+		}
+	}
+	b.ReportMetric(float64(b.N*decodeLines)/b.Elapsed().Seconds(), "lines/s")
 }

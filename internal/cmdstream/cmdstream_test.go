@@ -1,6 +1,7 @@
 package cmdstream
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -102,4 +103,48 @@ func FuzzDecoder(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzFastLog checks that the fast path for log lines agrees with
+// encoding/json whenever it accepts a line.
+func FuzzFastLog(f *testing.F) {
+	for _, s := range []string{"hi\\n", "tab\\there", "q\\\"x\\\\y\\/", "é", "\\u00e9", "a\\", "\\b\\f\\r"} {
+		f.Add([]byte(`{"stream":"stdout","data":"` + s + `"}`))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		fr, ok := fastLog(line)
+		if !ok {
+			return
+		}
+		var w struct {
+			Stream string `json:"stream"`
+			Data   string `json:"data"`
+		}
+		if err := json.Unmarshal(line, &w); err != nil {
+			t.Fatalf("fast path accepted invalid JSON %q: %v", line, err)
+		}
+		if w.Data != string(fr.Data) {
+			t.Fatalf("fast %q, json %q", fr.Data, w.Data)
+		}
+		if (w.Stream == "stderr") != (fr.Kind == KindStderr) {
+			t.Fatalf("stream mismatch")
+		}
+	})
+}
+
+func TestFastLogMatchesJSON(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"plain", "line\\n", "x\\\"y", "\\u0041", "tail\\"} {
+		line := []byte(`{"stream":"stderr","data":"` + s + `"}`)
+		d := NewDecoder(strings.NewReader(string(line)+"\n"), "s", "c")
+		fr, err := d.Next()
+		var w struct{ Data string }
+		jerr := json.Unmarshal(line, &w)
+		if jerr != nil {
+			assert.Error(t, err, s)
+			continue
+		}
+		require.NoError(t, err, s)
+		assert.Equal(t, w.Data, string(fr.Data), s)
+	}
 }

@@ -18,7 +18,6 @@ import (
 // regular files are supported; parents are created as needed and header
 // modes applied.
 //
-// TODO(tarx): replace with internal/tarx (see handleWriteFiles).
 func extractTarGz(ctx context.Context, r io.Reader, root *os.Root, target func(name string) (string, error)) error {
 	zr, err := gzip.NewReader(r)
 	if err != nil {

@@ -59,10 +59,9 @@ func (s *Server) handleWriteFiles(w http.ResponseWriter, r *http.Request, sid st
 		}
 		return s.relPath(sess.sb, s.resolvePath(base, clean))
 	}
-	// TODO(tarx): switch to internal/tarx. In virtual mode this is
-	// tarx.ExtractAt(ctx, r.Body, sess.sb.dir, base, opts). In host-path
-	// mode the SDK's x-cwd "/" lies outside the sandbox directory while its
-	// entries lie inside, so each entry must be mapped (as target does).
+	// Not internal/tarx: in host-path mode the SDK's x-cwd "/" lies outside
+	// the sandbox directory while its entries lie inside, so each entry is
+	// mapped on its own (see target).
 	if err := extractTarGz(r.Context(), r.Body, root, target); err != nil {
 		return badRequest("cannot extract the archive: %v", err)
 	}
@@ -72,22 +71,7 @@ func (s *Server) handleWriteFiles(w http.ResponseWriter, r *http.Request, sid st
 
 // handleReadFile serves POST …/fs/read.
 func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request, sid string) *apiError {
-	sess, aerr := s.lookupSession(sid, true)
-	if aerr != nil {
-		return aerr
-	}
-	var req wire.PathRequest
-	if aerr := decodeBody(r, &req); aerr != nil {
-		return aerr
-	}
-	if req.Path == "" {
-		return badRequest("path must not be empty.")
-	}
-	rel, abs, aerr := s.requestPath(sess, req)
-	if aerr != nil {
-		return aerr
-	}
-	done, aerr := s.beginFileOp(sess)
+	sess, rel, abs, done, aerr := s.pathRequest(r, sid)
 	if aerr != nil {
 		return aerr
 	}
@@ -136,22 +120,7 @@ func openInSandbox(dir, rel string) (*os.File, fs.FileInfo, error) {
 
 // handleMkdir serves POST …/fs/mkdir: one directory, not recursive.
 func (s *Server) handleMkdir(w http.ResponseWriter, r *http.Request, sid string) *apiError {
-	sess, aerr := s.lookupSession(sid, true)
-	if aerr != nil {
-		return aerr
-	}
-	var req wire.PathRequest
-	if aerr := decodeBody(r, &req); aerr != nil {
-		return aerr
-	}
-	if req.Path == "" {
-		return badRequest("path must not be empty.")
-	}
-	rel, abs, aerr := s.requestPath(sess, req)
-	if aerr != nil {
-		return aerr
-	}
-	done, aerr := s.beginFileOp(sess)
+	sess, rel, abs, done, aerr := s.pathRequest(r, sid)
 	if aerr != nil {
 		return aerr
 	}
@@ -188,4 +157,30 @@ func (s *Server) requestPath(sess *sessionRec, req wire.PathRequest) (rel, abs s
 		return "", "", badRequest("Invalid path %q: %v", req.Path, err)
 	}
 	return rel, abs, nil
+}
+
+// pathRequest decodes the {path, cwd} body of fs/read and fs/mkdir and
+// resolves it in the session's sandbox. On success the caller must call
+// done when its file operation no longer needs to hold off a stop.
+func (s *Server) pathRequest(r *http.Request, sid string) (sess *sessionRec, rel, abs string, done func(), aerr *apiError) {
+	sess, aerr = s.lookupSession(sid, true)
+	if aerr != nil {
+		return nil, "", "", nil, aerr
+	}
+	var req wire.PathRequest
+	if aerr := decodeBody(r, &req); aerr != nil {
+		return nil, "", "", nil, aerr
+	}
+	if req.Path == "" {
+		return nil, "", "", nil, badRequest("path must not be empty.")
+	}
+	rel, abs, aerr = s.requestPath(sess, req)
+	if aerr != nil {
+		return nil, "", "", nil, aerr
+	}
+	done, aerr = s.beginFileOp(sess)
+	if aerr != nil {
+		return nil, "", "", nil, aerr
+	}
+	return sess, rel, abs, done, nil
 }

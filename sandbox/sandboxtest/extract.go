@@ -17,7 +17,6 @@ import (
 // root itself refuses symbolic links that lead outside it. Directories and
 // regular files are supported; parents are created as needed and header
 // modes applied.
-//
 func extractTarGz(ctx context.Context, r io.Reader, root *os.Root, target func(name string) (string, error)) error {
 	zr, err := gzip.NewReader(r)
 	if err != nil {

@@ -7,9 +7,23 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
+// The inspection methods return the server's state in the exact JSON shapes
+// of the API (timestamps and durations in milliseconds, optional fields as
+// pointers). These aliases let tests name them.
+type (
+	// SandboxState is a sandbox as the API reports it.
+	SandboxState = wire.Sandbox
+	// SessionState is a session as the API reports it.
+	SessionState = wire.Session
+	// SnapshotState is a snapshot as the API reports it.
+	SnapshotState = wire.Snapshot
+	// CommandState is a command as the API reports it.
+	CommandState = wire.Command
+)
+
 // CommandInfo is what the server knows about one command, for tests.
 type CommandInfo struct {
-	Command       wire.Command      // as the API reports it
+	Command       CommandState      // as the API reports it
 	SandboxName   string            // sandbox it ran in
 	Env           map[string]string // environment given to the executor
 	Sudo          bool              // whether it was asked to run as root
@@ -21,11 +35,11 @@ type CommandInfo struct {
 }
 
 // Sandboxes returns the live sandboxes, oldest first.
-func (s *Server) Sandboxes() []wire.Sandbox {
+func (s *Server) Sandboxes() []SandboxState {
 	s.expireDue()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []wire.Sandbox
+	var out []SandboxState
 	seen := map[*sandboxRec]bool{}
 	for _, sess := range s.sessList {
 		sb := sess.sb
@@ -39,7 +53,7 @@ func (s *Server) Sandboxes() []wire.Sandbox {
 }
 
 // Sandbox returns the live sandbox called name.
-func (s *Server) Sandbox(name string) (wire.Sandbox, bool) {
+func (s *Server) Sandbox(name string) (SandboxState, bool) {
 	s.expireDue()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -52,11 +66,11 @@ func (s *Server) Sandbox(name string) (wire.Sandbox, bool) {
 
 // Sessions returns every session ever started, oldest first, including
 // those of deleted sandboxes.
-func (s *Server) Sessions() []wire.Session {
+func (s *Server) Sessions() []SessionState {
 	s.expireDue()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]wire.Session, len(s.sessList))
+	out := make([]SessionState, len(s.sessList))
 	for i, sess := range s.sessList {
 		out[i] = deepCopy(sessionWire(sess))
 	}
@@ -64,7 +78,7 @@ func (s *Server) Sessions() []wire.Session {
 }
 
 // Session returns the session with the given id.
-func (s *Server) Session(id string) (wire.Session, bool) {
+func (s *Server) Session(id string) (SessionState, bool) {
 	s.expireDue()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -77,11 +91,11 @@ func (s *Server) Session(id string) (wire.Session, bool) {
 
 // Snapshots returns every snapshot ever taken, oldest first, deleted ones
 // included (with status deleted).
-func (s *Server) Snapshots() []wire.Snapshot {
+func (s *Server) Snapshots() []SnapshotState {
 	s.expireDue()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]wire.Snapshot, len(s.snapList))
+	out := make([]SnapshotState, len(s.snapList))
 	for i, snap := range s.snapList {
 		out[i] = deepCopy(snapshotWire(snap))
 	}

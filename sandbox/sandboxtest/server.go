@@ -150,7 +150,7 @@ func New(opts ...Option) (*Server, error) {
 		snapshots: map[string]*snapshotRec{},
 	}
 	if s.exec == nil {
-		s.exec = unconfiguredExecutor{}
+		s.exec = NewScript()
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -468,10 +468,11 @@ func (t *tracker) idle() <-chan struct{} {
 	return t.zero
 }
 
-// unconfiguredExecutor is the executor of a server given no WithExecutor:
-// every command fails to start.
-type unconfiguredExecutor struct{}
-
-func (unconfiguredExecutor) Start(context.Context, *Cmd) (Process, error) {
-	return nil, errors.New("no executor configured (use sandboxtest.WithExecutor)")
+// Script returns the scripted executor the server uses when it was given
+// no WithExecutor (or was given a *Script), so a test can register
+// handlers: srv.Script().Handle(sandboxtest.MatchName("ls"), ...). It
+// returns nil when the server uses another executor.
+func (s *Server) Script() *Script {
+	sc, _ := s.exec.(*Script)
+	return sc
 }

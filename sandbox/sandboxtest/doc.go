@@ -12,7 +12,8 @@
 // # Use in a test
 //
 //	func TestDeploy(t *testing.T) {
-//		srv := sandboxtest.NewServer(t, sandboxtest.WithExecutor(myExecutor))
+//		srv := sandboxtest.NewServer(t) // scripted executor by default
+//		srv.Script().Handle(sandboxtest.MatchName("npm"), sandboxtest.Reply{Stdout: "ok\n"})
 //		client := srv.Client() // a *sandbox.Client aimed at the fake
 //		// ... or point any other client at the fake:
 //		//   base URL: srv.URL()   (with or without /api)

@@ -16,6 +16,8 @@ import (
 	"log"
 	"net"
 	"os"
+	"os/signal"
+	"syscall"
 	"strings"
 	"time"
 
@@ -28,11 +30,16 @@ import (
 
 func main() {
 	log.SetFlags(0)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Ctrl-C cancels the run; the deferred stop and server shutdown still
+	// happen, so nothing is left running.
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
 	defer cancel()
 	local := flag.Bool("local", false, "use the embedded local server even when Vercel credentials are present")
 	flag.Parse()
 	if err := run(ctx, os.Stdout, *local); err != nil {
+		cancel()
 		log.Fatalf("quickstart: %v", err)
 	}
 }

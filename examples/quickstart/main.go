@@ -17,8 +17,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"syscall"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/auth"

@@ -227,7 +227,7 @@ func NewClient(opts ...Option) (*Client, error) {
 	return &Client{core: core, autoResume: cfg.autoResume, onResume: cfg.onResume}, nil
 }
 
-// scope returns the project the calls act for.
+// project returns the project the calls act for.
 func (c *Client) project(ctx context.Context) (string, error) {
 	_, p, err := c.core.Scope(ctx)
 	return p, err

@@ -7,16 +7,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+	"golang.org/x/sync/errgroup"
 )
 
 // benchLines is how many output lines (one NDJSON frame each) the log
@@ -295,4 +298,55 @@ func BenchmarkLogDecodeRaw(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*decodeLines)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// BenchmarkConcurrentSandboxes runs 5 commands in each of 50 sandboxes at
+// once through one client, and reports how many connections it opened.
+func BenchmarkConcurrentSandboxes(b *testing.B) {
+	const sandboxes, perSandbox = 50, 5
+	script := sandboxtest.NewScript()
+	script.Handle(sandboxtest.MatchName("true"), sandboxtest.Reply{})
+	srv, err := sandboxtest.New(sandboxtest.WithExecutor(script))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	var conns atomic.Int64
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
+	defer ts.Close()
+	c, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL), sandbox.WithToken(srv.Token(), "team", "prj"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var g errgroup.Group
+		for s := 0; s < sandboxes; s++ {
+			g.Go(func() error {
+				sb, err := c.Create(ctx, sandbox.CreateParams{})
+				if err != nil {
+					return err
+				}
+				for k := 0; k < perSandbox; k++ {
+					if _, err := sb.Run(ctx, sandbox.Command("true")); err != nil {
+						return err
+					}
+				}
+				_, err = sb.Stop(ctx)
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(conns.Load())/float64(b.N), "conns/op")
+	b.ReportMetric(float64(b.N*sandboxes*(perSandbox+2))/b.Elapsed().Seconds(), "calls/s")
 }

@@ -92,7 +92,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 type Config struct {
 	BaseURL        string
 	Provider       auth.Provider
-	Transport      http.RoundTripper // nil: a clone of http.DefaultTransport
+	Transport      http.RoundTripper // nil: a clone of http.DefaultTransport keeping up to 100 idle connections
 	TeamID         string            // overrides the provider's team
 	ProjectID      string            // overrides the provider's project
 	Retry          RetryPolicy
@@ -145,7 +145,12 @@ func New(cfg Config) (*Client, error) {
 	}
 	base := cfg.Transport
 	if base == nil {
-		base = http.DefaultTransport.(*http.Transport).Clone()
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// Every call goes to one host; the default of 2 idle connections
+		// per host would make concurrent callers open and drop
+		// connections all the time.
+		t.MaxIdleConnsPerHost = 100
+		base = t
 	}
 	log := cfg.Logger
 	if log == nil {

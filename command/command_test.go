@@ -108,16 +108,22 @@ type fakeAPI struct {
 	exit    int
 	kills   []command.Signal
 	infoErr error
+	running bool // the command never finishes: a wait blocks until ctx ends
+	lateEnd bool // the command is reported finished only when waited for
 }
 
-func (f *fakeAPI) CommandInfo(_ context.Context, ref command.Ref, wait bool) (command.Info, error) {
+func (f *fakeAPI) CommandInfo(ctx context.Context, ref command.Ref, wait bool) (command.Info, error) {
+	if f.running && wait {
+		<-ctx.Done()
+		return command.Info{}, ctx.Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.infoErr != nil {
 		return command.Info{}, f.infoErr
 	}
 	info := command.Info{ID: ref.CommandID, SessionID: ref.SessionID}
-	if f.done || wait {
+	if f.done || (wait && (f.lateEnd || !f.running)) {
 		code := f.exit
 		info.ExitCode = &code
 	}
@@ -168,7 +174,7 @@ func TestHandle(t *testing.T) {
 
 func TestHandleLogsCutWhileRunning(t *testing.T) {
 	t.Parallel()
-	api := &fakeAPI{done: false, logs: `{"stream":"stdout","data":"partial"}` + "\n"}
+	api := &fakeAPI{running: true, logs: `{"stream":"stdout","data":"partial"}` + "\n"}
 	h, err := command.NewHandle(api, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
 	require.NoError(t, err)
 	var got error
@@ -178,6 +184,18 @@ func TestHandleLogsCutWhileRunning(t *testing.T) {
 		}
 	}
 	assert.ErrorIs(t, got, apierr.ErrStreamEnded)
+}
+
+// A server that closes the log stream just before it records the exit is
+// not mistaken for a cut stream.
+func TestHandleLogsExitRecordedLate(t *testing.T) {
+	t.Parallel()
+	api := &fakeAPI{lateEnd: true, logs: `{"stream":"stdout","data":"all"}` + "\n"}
+	h, err := command.NewHandle(api, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	require.NoError(t, err)
+	out, _, err := h.Output(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "all", string(out))
 }
 
 func TestHandleLogsErrorFrame(t *testing.T) {

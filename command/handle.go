@@ -6,6 +6,7 @@ import (
 	"io"
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/capture"
@@ -79,6 +80,10 @@ func ParseRef(s string) (Ref, error) {
 	}
 	return r, nil
 }
+
+// endGrace is how long Logs waits, after its stream ended, for the command
+// to be reported finished before it calls the stream cut.
+const endGrace = 2 * time.Second
 
 // API is what a Handle needs from the Sandbox API. *sandbox.Client
 // implements it; tests may supply their own.
@@ -214,7 +219,17 @@ func (h *Handle) Logs(ctx context.Context) iter.Seq2[Event, error] {
 		}
 		// A log stream has no final frame: it ends when the command does.
 		// Check, so that a cut stream is not mistaken for the end.
+		// A server may close the stream a moment before it records the
+		// exit, so a command still running is given a short grace.
 		info, err := h.api.CommandInfo(ctx, h.ref, false)
+		if err == nil && !info.Done() {
+			gctx, cancel := context.WithTimeout(ctx, endGrace)
+			info, err = h.api.CommandInfo(gctx, h.ref, true)
+			cancel()
+			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				err = nil // still running after the grace: the stream was cut
+			}
+		}
 		if err != nil {
 			yield(Event{}, err)
 			return

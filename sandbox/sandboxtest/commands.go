@@ -157,15 +157,17 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) {
 	}()
 }
 
-// finishCommand records the exit of c, completes its output and releases
+// finishCommand records the exit of c, then completes its output and releases
 // the session and the server.
 func (s *Server) finishCommand(c *commandRec, code int) {
-	c.out.close()
 	d := time.Since(c.started).Milliseconds()
 	s.mu.Lock()
 	c.exitCode = ptr(code)
 	c.durationMs = ptr(d)
 	s.mu.Unlock()
+	// The exit is recorded before the log streams end, so a client that
+	// reaches the end of the logs and asks finds the command finished.
+	c.out.close()
 	close(c.done)
 	c.sess.ops.Done()
 	s.wg.Done()

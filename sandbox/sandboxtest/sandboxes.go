@@ -531,17 +531,6 @@ func (s *Server) handleUpdateSandbox(w http.ResponseWriter, r *http.Request, nam
 	if err := json.Unmarshal(data, &body); err != nil {
 		return badRequest("invalid request body: %v", err)
 	}
-	has := func(k string) (json.RawMessage, bool) {
-		v, ok := body[k]
-		return v, ok
-	}
-	isNull := func(v json.RawMessage) bool { return string(v) == "null" }
-	decode := func(k string, raw json.RawMessage, v any) *apiError {
-		if err := json.Unmarshal(raw, v); err != nil {
-			return badRequest("invalid %s: %v", k, err)
-		}
-		return nil
-	}
 	sb, aerr := s.lookupSandbox(name)
 	if aerr != nil {
 		return aerr
@@ -569,96 +558,45 @@ func (s *Server) handleUpdateSandbox(w http.ResponseWriter, r *http.Request, nam
 		mounts      map[string]wire.Mount
 		mountsSet   bool
 	)
-	if raw, ok := has("persistent"); ok && !isNull(raw) {
-		if aerr := decode("persistent", raw, &persistent); aerr != nil {
-			return aerr
-		}
+	// Keys where null means "clear" are decoded as given; for the others a
+	// null counts as absent.
+	checks := []*apiError{}
+	add := func(_ bool, aerr *apiError) { checks = append(checks, aerr) }
+	add(patchField(body, "persistent", false, &persistent, nil))
+	add(patchField(body, "resources", false, &res, validateResources))
+	add(patchField(body, "timeout", false, &timeout, func(v *int64) *apiError { return s.validateTimeout(*v) }))
+	if raw, ok := body["networkPolicy"]; ok && string(raw) != "null" {
+		policy, aerr = policyFromRequest(raw)
+		checks = append(checks, aerr)
 	}
-	if raw, ok := has("resources"); ok && !isNull(raw) {
-		if aerr := decode("resources", raw, &res); aerr != nil {
-			return aerr
-		}
-		if aerr := validateResources(res); aerr != nil {
-			return aerr
-		}
-	}
-	if raw, ok := has("timeout"); ok && !isNull(raw) {
-		if aerr := decode("timeout", raw, &timeout); aerr != nil {
-			return aerr
-		}
-		if aerr := s.validateTimeout(*timeout); aerr != nil {
-			return aerr
-		}
-	}
-	if raw, ok := has("networkPolicy"); ok && !isNull(raw) {
-		if policy, aerr = policyFromRequest(raw); aerr != nil {
-			return aerr
-		}
-	}
-	if raw, ok := has("tags"); ok {
-		tagsSet = true
-		if aerr := decode("tags", raw, &tags); aerr != nil {
-			return aerr
-		}
-		if aerr := validateTags(tags); aerr != nil {
-			return aerr
-		}
-	}
-	if raw, ok := has("ports"); ok {
-		portsSet = true
-		if aerr := decode("ports", raw, &ports); aerr != nil {
-			return aerr
-		}
-		if aerr := validatePorts(ports); aerr != nil {
-			return aerr
-		}
-	}
-	if raw, ok := has("snapshotExpiration"); ok {
-		snapExpSet = true
-		if aerr := decode("snapshotExpiration", raw, &snapExp); aerr != nil {
-			return aerr
-		}
-		if snapExp != nil && *snapExp < 0 {
+	tagsSet, aerr = patchField(body, "tags", true, &tags, validateTags)
+	checks = append(checks, aerr)
+	portsSet, aerr = patchField(body, "ports", true, &ports, validatePorts)
+	checks = append(checks, aerr)
+	snapExpSet, aerr = patchField(body, "snapshotExpiration", true, &snapExp, func(v *int64) *apiError {
+		if v != nil && *v < 0 {
 			return badRequest("snapshotExpiration must not be negative.")
 		}
-	}
-	if raw, ok := has("keepLastSnapshots"); ok {
-		keepLastSet = true
-		if aerr := decode("keepLastSnapshots", raw, &keepLast); aerr != nil {
-			return aerr
-		}
-		if aerr := validateKeepLast(keepLast); aerr != nil {
-			return aerr
-		}
-	}
-	if raw, ok := has("currentSnapshotId"); ok && !isNull(raw) {
-		if aerr := decode("currentSnapshotId", raw, &currentSnap); aerr != nil {
-			return aerr
-		}
-	}
-	if raw, ok := has("region"); ok && !isNull(raw) {
-		if aerr := decode("region", raw, &region); aerr != nil {
-			return aerr
-		}
-		if *region == "" {
+		return nil
+	})
+	checks = append(checks, aerr)
+	keepLastSet, aerr = patchField(body, "keepLastSnapshots", true, &keepLast, validateKeepLast)
+	checks = append(checks, aerr)
+	add(patchField(body, "currentSnapshotId", false, &currentSnap, nil))
+	add(patchField(body, "region", false, &region, func(v *string) *apiError {
+		if *v == "" {
 			return badRequest("region must not be empty.")
 		}
-	}
-	if raw, ok := has("failoverRegions"); ok {
-		failoverSet = true
-		if aerr := decode("failoverRegions", raw, &failover); aerr != nil {
-			return aerr
-		}
-	}
-	if raw, ok := has("networkId"); ok && !isNull(raw) {
-		if aerr := decode("networkId", raw, &networkID); aerr != nil {
-			return aerr
-		}
-	}
-	if raw, ok := has("mounts"); ok {
-		mountsSet = true
-		if aerr := decode("mounts", raw, &mounts); aerr != nil {
-			return aerr
+		return nil
+	}))
+	failoverSet, aerr = patchField(body, "failoverRegions", true, &failover, nil)
+	checks = append(checks, aerr)
+	add(patchField(body, "networkId", false, &networkID, nil))
+	mountsSet, aerr = patchField(body, "mounts", true, &mounts, nil)
+	checks = append(checks, aerr)
+	for _, aerr := range checks {
+		if aerr != nil {
+			return aerr // the first problem, in the order of the keys above
 		}
 	}
 
@@ -845,4 +783,23 @@ func parseSortOrder(v string) (bool, *apiError) {
 		return false, nil
 	}
 	return false, badRequest("Invalid sortOrder %q: use asc or desc.", v)
+}
+
+// patchField decodes body[key] into dst and checks it. It reports whether
+// the key was given. When nullable is false a null value counts as absent;
+// when true it is decoded (clearing dst) and reported as given.
+func patchField[T any](body map[string]json.RawMessage, key string, nullable bool, dst *T, check func(T) *apiError) (bool, *apiError) {
+	raw, ok := body[key]
+	if !ok || (!nullable && string(raw) == "null") {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return true, badRequest("invalid %s: %v", key, err)
+	}
+	if check != nil {
+		if aerr := check(*dst); aerr != nil {
+			return true, aerr
+		}
+	}
+	return true, nil
 }

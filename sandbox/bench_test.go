@@ -93,24 +93,7 @@ func BenchmarkLogStreamRaw(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		br := bufio.NewReaderSize(resp.Body, 64<<10)
-		var total int
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(bytes.TrimSpace(line)) > 0 {
-				var f struct {
-					Stream string `json:"stream"`
-					Data   string `json:"data"`
-				}
-				if err := json.Unmarshal(line, &f); err != nil {
-					b.Fatal(err)
-				}
-				total += len(f.Data)
-			}
-			if err != nil {
-				break
-			}
-		}
+		total := rawLogBytes(b, resp.Body)
 		resp.Body.Close()
 		if total != benchLines*len(benchLine) {
 			b.Fatalf("got %d bytes", total)
@@ -274,24 +257,7 @@ func BenchmarkLogDecodeRaw(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sc := bufio.NewReader(resp.Body)
-		n := 0
-		for {
-			line, err := sc.ReadSlice('\n')
-			if len(line) > 1 {
-				var f struct {
-					Stream string `json:"stream"`
-					Data   string `json:"data"`
-				}
-				if err := json.Unmarshal(line, &f); err != nil {
-					b.Fatal(err)
-				}
-				n += len(f.Data)
-			}
-			if err != nil {
-				break
-			}
-		}
+		n := rawLogBytes(b, resp.Body)
 		resp.Body.Close()
 		if n != payload {
 			b.Fatalf("got %d bytes, want %d", n, payload)
@@ -349,4 +315,27 @@ func BenchmarkConcurrentSandboxes(b *testing.B) {
 	}
 	b.ReportMetric(float64(conns.Load())/float64(b.N), "conns/op")
 	b.ReportMetric(float64(b.N*sandboxes*(perSandbox+2))/b.Elapsed().Seconds(), "calls/s")
+}
+
+// rawLogBytes is the baseline decoder: bufio and encoding/json alone. It
+// returns the bytes of log data in an NDJSON body of short lines.
+func rawLogBytes(b *testing.B, r io.Reader) int {
+	br := bufio.NewReaderSize(r, 64<<10)
+	total := 0
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var f struct {
+				Stream string `json:"stream"`
+				Data   string `json:"data"`
+			}
+			if err := json.Unmarshal(line, &f); err != nil {
+				b.Fatal(err)
+			}
+			total += len(f.Data)
+		}
+		if err != nil {
+			return total
+		}
+	}
 }

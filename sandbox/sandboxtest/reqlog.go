@@ -26,12 +26,14 @@ type Request struct {
 	Body     []byte      // JSON body (redacted), when the request had one
 	BodySize int64       // bytes of body read by the server (all bodies)
 	Status   int         // status answered; 0 while the request is in flight
+	Fault    string      // injected fault that shaped the answer, in ParseFault's text form
 }
 
 type reqEntry struct {
 	req    Request // immutable after record, except via the atomics below
 	size   atomic.Int64
 	status atomic.Int32
+	fault  atomic.Pointer[string]
 }
 
 func (e *reqEntry) setStatus(code int) { e.status.Store(int32(code)) }
@@ -83,6 +85,9 @@ func (l *requestLog) snapshot() []Request {
 		r.Body = bytes.Clone(r.Body)
 		r.BodySize = e.size.Load()
 		r.Status = int(e.status.Load())
+		if f := e.fault.Load(); f != nil {
+			r.Fault = *f
+		}
 		out[i] = r
 	}
 	return out

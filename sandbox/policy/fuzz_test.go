@@ -1,0 +1,125 @@
+package policy_test
+
+import (
+	"bytes"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/sandbox/policy"
+)
+
+const fuzzWS = "/vercel/sandbox/repo"
+
+// insideOracle decides confinement with filepath.Rel, independently of the
+// package's own prefix test.
+func insideOracle(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+func resolveOracle(base, p string) string {
+	if strings.HasPrefix(p, "/") {
+		return path.Clean(p)
+	}
+	return path.Clean(base + "/" + p)
+}
+
+var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// FuzzConfine checks that neither Confine nor Check ever accepts a path
+// that cleans to outside the workspace.
+func FuzzConfine(f *testing.F) {
+	for _, s := range [][2]string{
+		{"", "../x"}, {"", "a/../../b"}, {"sub", "../../x"}, {"sub", "../x"},
+		{"", fuzzWS + "/../x"}, {"", fuzzWS + "2"}, {"", "--out=/etc/x"}, {"", "-I/usr"},
+		{"", "./..."}, {"", "~"}, {"/", "x"}, {"..", "x"}, {"", "a:/etc"}, {"", "x=../../y"},
+		{"", "file:///etc"}, {"", "/tmp/../etc"}, {"", "//etc"}, {"", "/vercel/sandbox/repo/./../repo/x"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	p := policy.Policy{Workspace: fuzzWS, Allow: []policy.Rule{policy.Allow("go", "vet", "...")}, AllowPaths: []string{"/tmp"}}
+	f.Fuzz(func(t *testing.T, dir, arg string) {
+		// Confine: one path.
+		if got, err := policy.Confine(fuzzWS, dir, arg); err == nil {
+			d := fuzzWS
+			if dir != "" {
+				d = resolveOracle(fuzzWS, dir)
+			}
+			want := resolveOracle(d, arg)
+			if !insideOracle(fuzzWS, d) || !insideOracle(fuzzWS, want) || got != want || strings.HasPrefix(arg, "~") {
+				t.Fatalf("Confine(%q, %q) = %q, accepted; oracle resolves it to %q", dir, arg, got, want)
+			}
+		}
+
+		// Check: an argument and the values it carries.
+		err := p.Check(&command.Cmd{Name: "go", Args: []string{"vet", arg}, Dir: dir})
+		if err != nil {
+			return
+		}
+		d := fuzzWS
+		if dir != "" {
+			d = resolveOracle(fuzzWS, dir)
+		}
+		if !insideOracle(fuzzWS, d) {
+			t.Fatalf("dir %q accepted, resolves to %s", dir, d)
+		}
+		var vals []string
+		if !strings.HasPrefix(arg, "-") {
+			vals = append(vals, arg)
+		}
+		if i := strings.IndexByte(arg, '='); i >= 0 {
+			vals = append(vals, arg[i+1:])
+		}
+		for _, v := range vals {
+			if schemeRE.MatchString(v) && !strings.HasPrefix(strings.ToLower(v), "file://") {
+				continue
+			}
+			if strings.HasPrefix(v, "~") {
+				t.Fatalf("home path %q accepted", v)
+			}
+			r := resolveOracle(d, v)
+			if !insideOracle(fuzzWS, r) && !insideOracle("/tmp", r) {
+				t.Fatalf("argument %q (value %q) accepted with dir %q, resolves to %s", arg, v, dir, r)
+			}
+		}
+	})
+}
+
+// FuzzRedactWriter checks that no secret survives a redacting Writer, however
+// the text is cut into writes.
+func FuzzRedactWriter(f *testing.F) {
+	f.Add("token hunter2 and more", "hunter2", uint8(1), uint8(3))
+	f.Add("Authorization: Bearer abcdefghijklmnop\n", "zz", uint8(5), uint8(7))
+	f.Add("x ghp_abcdefghijklmnopqrstuvwxyz0123456789 y", "ghp", uint8(2), uint8(2))
+	f.Add("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "aaaa", uint8(3), uint8(1))
+	f.Fuzz(func(t *testing.T, text, secret string, a, b uint8) {
+		if len(secret) < 3 || strings.ContainsAny(secret, " \n\x00") {
+			return
+		}
+		r := policy.NewRedactor(secret)
+		// The secret, spaced apart, inside the text.
+		full := text + " " + secret + "\n" + text + " " + secret
+		var out bytes.Buffer
+		w := r.Writer(&out)
+		sizes := []int{int(a)%17 + 1, int(b)%13 + 1}
+		for i, k := 0, 0; i < len(full); k++ {
+			n := min(sizes[k%2], len(full)-i)
+			if _, err := w.Write([]byte(full[i : i+n])); err != nil {
+				t.Fatal(err)
+			}
+			i += n
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// Markers become NUL so that a secret spelled partly by a marker
+		// ("ACT") is not mistaken for a leak.
+		if strings.Contains(strings.ReplaceAll(out.String(), policy.Redacted, "\x00"), secret) {
+			t.Fatalf("secret %q survived in %q", secret, out.String())
+		}
+	})
+}

@@ -3,15 +3,18 @@ package sandbox_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -19,7 +22,6 @@ import (
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
-	"golang.org/x/sync/errgroup"
 )
 
 // benchLines is how many output lines (one NDJSON frame each) the log
@@ -145,44 +147,197 @@ func BenchmarkRunTrueRaw(b *testing.B) {
 	}
 }
 
-// BenchmarkWriteFiles uploads 64 MiB through the client to a handler that
-// discards the body: the client's cost of a streamed tar.gz upload.
+// uploadSize is the content size of the 64 MiB upload benchmarks.
+const uploadSize = 64 << 20
+
+// uploadData returns 64 MiB of text-like content (lines of words drawn
+// with a Zipf distribution from 4096 pseudo-words, which gzip BestSpeed
+// shrinks to about 41 %) and 64 MiB of incompressible random bytes. The
+// generator is the one of the files package benchmarks.
+var uploadData = sync.OnceValues(func() (text, random []byte) {
+	r := rand.New(rand.NewChaCha8([32]byte{42}))
+	vocab := make([]string, 4096)
+	for i := range vocab {
+		w := make([]byte, 2+r.IntN(9))
+		for j := range w {
+			w[j] = "etaoinshrdlucmfwypvbgkqjxz_"[r.IntN(27)]
+		}
+		vocab[i] = string(w)
+	}
+	zipf := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
+	var b bytes.Buffer
+	b.Grow(uploadSize + 64)
+	for b.Len() < uploadSize {
+		for range 1 + r.IntN(12) {
+			b.WriteString(vocab[zipf.Uint64()])
+			b.WriteByte(" .,( "[r.IntN(5)])
+		}
+		b.WriteByte('\n')
+	}
+	random = make([]byte, uploadSize)
+	rr := rand.New(rand.NewChaCha8([32]byte{43}))
+	for i := 0; i < len(random); i += 8 {
+		binary.LittleEndian.PutUint64(random[i:], rr.Uint64())
+	}
+	return b.Bytes()[:uploadSize], random
+})
+
+var uploadLevels = []struct {
+	name  string
+	level int
+}{
+	{"BestSpeed", gzip.BestSpeed},
+	{"Default", gzip.DefaultCompression},
+	{"NoCompression", gzip.NoCompression},
+}
+
+// discardingClient returns a client of a fake whose file uploads are read
+// and discarded without being extracted, so that upload benchmarks measure
+// the client (tar, gzip, HTTP) and not the fake's disk. It counts the
+// archive bytes received.
+func discardingClient(tb testing.TB, received *atomic.Int64) *sandbox.Client {
+	tb.Helper()
+	srv, err := sandboxtest.New()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(srv.Close)
+	fake := srv.Handler()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/fs/write") {
+			fake.ServeHTTP(w, r)
+			return
+		}
+		n, err := io.Copy(io.Discard, r.Body)
+		received.Add(n)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, "{}")
+	}))
+	tb.Cleanup(ts.Close)
+	c, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL),
+		sandbox.WithToken(srv.Token(), sandboxtest.TeamID, sandboxtest.ProjectID))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// BenchmarkWriteFiles uploads 64 MiB in one file through WriteFiles at
+// each compression level, text and random data, to a server that discards
+// the archive. Compare with BenchmarkWriteFilesGzipOnly.
 func BenchmarkWriteFiles(b *testing.B) {
-	for _, lvl := range []struct {
+	text, random := uploadData()
+	for _, d := range []struct {
+		name string
+		data []byte
+	}{{"text", text}, {"random", random}} {
+		for _, l := range uploadLevels {
+			b.Run(d.name+"/"+l.name, func(b *testing.B) {
+				var received atomic.Int64
+				c := discardingClient(b, &received)
+				ctx := context.Background()
+				sb, err := c.Create(ctx, sandbox.CreateParams{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				entries := []files.Entry{files.FromBytes("big.bin", d.data)}
+				b.SetBytes(uploadSize)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := sb.WriteFiles(ctx, entries, files.WithLevel(l.level)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(received.Load())/float64(b.N)/uploadSize*100, "%wire")
+			})
+		}
+	}
+}
+
+// BenchmarkWriteFilesGzipOnly is the floor for BenchmarkWriteFiles:
+// compress/gzip alone over the same data at the same level, in 64 KiB
+// writes to io.Discard, with no tar, HTTP or server.
+func BenchmarkWriteFilesGzipOnly(b *testing.B) {
+	text, random := uploadData()
+	for _, d := range []struct {
+		name string
+		data []byte
+	}{{"text", text}, {"random", random}} {
+		for _, l := range uploadLevels {
+			b.Run(d.name+"/"+l.name, func(b *testing.B) {
+				var out countWriter
+				b.SetBytes(uploadSize)
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					zw, err := gzip.NewWriterLevel(&out, l.level)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for off := 0; off < len(d.data); off += 64 << 10 {
+						if _, err := zw.Write(d.data[off : off+64<<10]); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := zw.Close(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(out)/float64(b.N)/uploadSize*100, "%wire")
+			})
+		}
+	}
+}
+
+// countWriter discards what it is given and counts the bytes.
+type countWriter int64
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	*w += countWriter(len(p))
+	return len(p), nil
+}
+
+// BenchmarkWriteFiles1GiB uploads 1 GiB of generated incompressible data,
+// never held in memory, through WriteFiles to a server that discards it,
+// and reports the peak growth of the client's heap during the upload.
+func BenchmarkWriteFiles1GiB(b *testing.B) {
+	const size = 1 << 30
+	for _, l := range []struct {
 		name  string
 		level int
-	}{{"BestSpeed", 1}, {"Default", -1}, {"NoCompression", 0}} {
-		b.Run(lvl.name, func(b *testing.B) {
-			srv, _, sb := benchServer(b)
-			_ = srv
-			const size = 64 << 20
-			data := pseudoText(size)
+	}{{"BestSpeed", gzip.BestSpeed}, {"NoCompression", gzip.NoCompression}} {
+		b.Run(l.name, func(b *testing.B) {
+			var received atomic.Int64
+			c := discardingClient(b, &received)
 			ctx := context.Background()
+			sb, err := c.Create(ctx, sandbox.CreateParams{})
+			if err != nil {
+				b.Fatal(err)
+			}
 			b.SetBytes(size)
 			b.ReportAllocs()
 			b.ResetTimer()
+			var peak uint64
 			for i := 0; i < b.N; i++ {
-				err := sb.WriteFiles(ctx, []files.Entry{files.FromBytes("big.txt", data)}, files.WithLevel(lvl.level))
+				hp := startHeapPeak()
+				err := sb.WriteFiles(ctx, []files.Entry{files.FromReader("big.bin", newGenReader(size), size)}, files.WithLevel(l.level))
+				peak = max(peak, hp.growth())
 				if err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.StopTimer()
+			if received.Load() < int64(b.N)*size/2 {
+				b.Fatalf("the server received %d bytes", received.Load())
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 		})
 	}
-}
-
-// pseudoText is compressible but not trivially so: words from a small
-// vocabulary chosen by a linear congruential generator.
-func pseudoText(n int) []byte {
-	words := []string{"sandbox", "vercel", "go ", "command", "stream", "file", "42", "\n", "error", "retry "}
-	out := make([]byte, 0, n)
-	x := uint32(1)
-	for len(out) < n {
-		x = x*1664525 + 1013904223
-		out = append(out, words[x>>28%uint32(len(words))]...)
-		out = append(out, ' ')
-	}
-	return out[:n]
 }
 
 // decodeLines is the number of frames in the prebuilt log body of
@@ -264,57 +419,6 @@ func BenchmarkLogDecodeRaw(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*decodeLines)/b.Elapsed().Seconds(), "lines/s")
-}
-
-// BenchmarkConcurrentSandboxes runs 5 commands in each of 50 sandboxes at
-// once through one client, and reports how many connections it opened.
-func BenchmarkConcurrentSandboxes(b *testing.B) {
-	const sandboxes, perSandbox = 50, 5
-	script := sandboxtest.NewScript()
-	script.Handle(sandboxtest.MatchName("true"), sandboxtest.Reply{})
-	srv, err := sandboxtest.New(sandboxtest.WithExecutor(script))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	var conns atomic.Int64
-	ts := httptest.NewUnstartedServer(srv.Handler())
-	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	ts.Start()
-	defer ts.Close()
-	c, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL), sandbox.WithToken(srv.Token(), "team", "prj"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		var g errgroup.Group
-		for s := 0; s < sandboxes; s++ {
-			g.Go(func() error {
-				sb, err := c.Create(ctx, sandbox.CreateParams{})
-				if err != nil {
-					return err
-				}
-				for k := 0; k < perSandbox; k++ {
-					if _, err := sb.Run(ctx, sandbox.Command("true")); err != nil {
-						return err
-					}
-				}
-				_, err = sb.Stop(ctx)
-				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(conns.Load())/float64(b.N), "conns/op")
-	b.ReportMetric(float64(b.N*sandboxes*(perSandbox+2))/b.Elapsed().Seconds(), "calls/s")
 }
 
 // rawLogBytes is the baseline decoder: bufio and encoding/json alone. It

@@ -41,6 +41,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
+	noteToken(req.Context(), tok)
 	resp, err := t.next.RoundTrip(r)
 	if err != nil || resp.StatusCode != http.StatusUnauthorized {
 		return resp, err
@@ -62,13 +63,14 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if body != nil {
 		r2.Body = body
 	}
-	r2, _, err = t.authorize(r2)
+	r2, tok, err = t.authorize(r2)
 	if err != nil {
 		if body != nil {
 			body.Close()
 		}
 		return nil, err
 	}
+	noteToken(req.Context(), tok)
 	return t.next.RoundTrip(r2)
 }
 

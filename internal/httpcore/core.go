@@ -11,13 +11,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -271,6 +274,7 @@ func (c *Client) Do(ctx context.Context, call *Call) (*http.Response, error) {
 // JSON sends the call and decodes a 2xx JSON answer into out (which may be
 // nil). An empty body decodes as {}.
 func (c *Client) JSON(ctx context.Context, call *Call, out any) error {
+	ctx = withCallInfo(ctx, call)
 	resp, cancel, err := c.do(ctx, call)
 	if err != nil {
 		return err
@@ -291,7 +295,7 @@ func (c *Client) JSON(ctx context.Context, call *Call, out any) error {
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return &apierr.DecodeError{Method: call.Method, Path: call.Path, StatusCode: resp.StatusCode,
-			RequestID: resp.Header.Get("X-Vercel-Id"), Excerpt: excerpt(data), Err: err}
+			RequestID: resp.Header.Get("X-Vercel-Id"), Excerpt: excerpt(redact(data, infoOf(ctx).secrets())), Err: err}
 	}
 	return nil
 }
@@ -311,6 +315,71 @@ type callKey struct{}
 
 type callInfo struct {
 	call *Call
+
+	mu     sync.Mutex
+	tokens []string // tokens the attempts of the call sent
+}
+
+// withCallInfo returns ctx carrying a callInfo for call, unless it carries
+// one already.
+func withCallInfo(ctx context.Context, call *Call) context.Context {
+	if info, ok := ctx.Value(callKey{}).(*callInfo); ok && info.call == call {
+		return ctx
+	}
+	return context.WithValue(ctx, callKey{}, &callInfo{call: call})
+}
+
+// infoOf returns the callInfo of ctx, or nil.
+func infoOf(ctx context.Context) *callInfo {
+	info, _ := ctx.Value(callKey{}).(*callInfo)
+	return info
+}
+
+// noteToken records a token sent by an attempt of the call of ctx, so that
+// an answer echoing it can be redacted.
+func noteToken(ctx context.Context, tok string) {
+	info := infoOf(ctx)
+	if info == nil || len(tok) < minRedacted {
+		return
+	}
+	info.mu.Lock()
+	defer info.mu.Unlock()
+	for _, t := range info.tokens {
+		if t == tok {
+			return
+		}
+	}
+	info.tokens = append(info.tokens, tok)
+}
+
+// secrets returns the tokens the call sent. info may be nil.
+func (info *callInfo) secrets() []string {
+	if info == nil {
+		return nil
+	}
+	info.mu.Lock()
+	defer info.mu.Unlock()
+	return slices.Clone(info.tokens)
+}
+
+// minRedacted is the shortest token redacted from answers: replacing a
+// shorter one would mangle the text without protecting anything.
+const minRedacted = 8
+
+// redact replaces every occurrence of the secrets in data.
+func redact(data []byte, secrets []string) []byte {
+	for _, s := range secrets {
+		data = bytes.ReplaceAll(data, []byte(s), []byte("[REDACTED]"))
+	}
+	return data
+}
+
+// redactString is redact for strings.
+func redactString(s string, secrets []string) string {
+	for _, sec := range secrets {
+		s = strings.ReplaceAll(s, sec, "[REDACTED]")
+	}
+	return s
 }
 
 func (c *Client) do(ctx context.Context, call *Call) (*http.Response, context.CancelFunc, error) {
@@ -327,7 +396,8 @@ func (c *Client) do(ctx context.Context, call *Call) (*http.Response, context.Ca
 	if c.timeout > 0 && !call.Stream {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 	}
-	ctx = context.WithValue(ctx, callKey{}, &callInfo{call: call})
+	ctx = withCallInfo(ctx, call)
+	info := infoOf(ctx)
 	fail := func(err error) (*http.Response, context.CancelFunc, error) {
 		if cancel != nil {
 			cancel()
@@ -361,7 +431,7 @@ func (c *Client) do(ctx context.Context, call *Call) (*http.Response, context.Ca
 		}
 		if resp.StatusCode/100 != 2 {
 			defer resp.Body.Close()
-			return fail(c.statusFailure(call, resp, 1))
+			return fail(c.statusFailure(call, resp, 1, info.secrets()))
 		}
 		return resp, cancel, nil
 	}
@@ -434,7 +504,7 @@ func (c *Client) do(ctx context.Context, call *Call) (*http.Response, context.Ca
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
-		return fail(c.statusFailure(call, resp, attempts))
+		return fail(c.statusFailure(call, resp, attempts, info.secrets()))
 	}
 	c.log.LogAttrs(ctx, slog.LevelDebug, "vercel sandbox: request done",
 		slog.String("method", call.Method), slog.String("path", call.Path),
@@ -444,8 +514,9 @@ func (c *Client) do(ctx context.Context, call *Call) (*http.Response, context.Ca
 
 // statusFailure turns a non-2xx answer into an error: an *apierr.Error, or
 // for an unsafe call answered with 5xx, an OutcomeUnknownError around it.
-func (c *Client) statusFailure(call *Call, resp *http.Response, attempts int) error {
-	apiErr := c.apiError(call, resp, attempts)
+// Any of secrets (the tokens the call sent) found in the answer is redacted.
+func (c *Client) statusFailure(call *Call, resp *http.Response, attempts int, secrets []string) error {
+	apiErr := c.apiError(call, resp, attempts, secrets)
 	if call.Safety == Unsafe && resp.StatusCode >= 500 {
 		return c.unknown(call, apiErr)
 	}
@@ -506,9 +577,14 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s < 0 {
+	if s, err := strconv.ParseFloat(v, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if math.IsNaN(s) || s < 0 {
 			return 0, false
+		}
+		// A huge value (or an infinite one) must not wrap around to a
+		// negative duration: it means "much longer than we will wait".
+		if s >= float64(math.MaxInt64)/float64(time.Second) {
+			return time.Duration(math.MaxInt64), true
 		}
 		return time.Duration(s * float64(time.Second)), true
 	}
@@ -595,12 +671,13 @@ func redactURL(raw string) string {
 
 const maxErrorBody = 64 << 10
 
-func (c *Client) apiError(call *Call, resp *http.Response, attempts int) error {
+func (c *Client) apiError(call *Call, resp *http.Response, attempts int, secrets []string) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	data = redact(data, secrets)
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	e := &apierr.Error{
 		StatusCode:  resp.StatusCode,
-		RequestID:   resp.Header.Get("X-Vercel-Id"),
+		RequestID:   redactString(resp.Header.Get("X-Vercel-Id"), secrets),
 		Method:      call.Method,
 		Path:        call.Path,
 		SandboxName: call.SandboxName,
@@ -612,7 +689,8 @@ func (c *Client) apiError(call *Call, resp *http.Response, attempts int) error {
 	}
 	var body wire.ErrorBody
 	if err := json.Unmarshal(data, &body); err == nil && (body.Error.Code != "" || body.Error.Message != "") {
-		e.Code, e.Message = body.Error.Code, body.Error.Message
+		// Decoding may have unescaped a token that the raw body hid.
+		e.Code, e.Message = redactString(body.Error.Code, secrets), redactString(body.Error.Message, secrets)
 	} else {
 		e.Message = excerpt(data)
 	}

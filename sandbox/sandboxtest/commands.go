@@ -115,6 +115,11 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) {
 		Stdout:      c.out.writer(streamStdout),
 		Stderr:      c.out.writer(streamStderr),
 	}
+	s.mu.Lock()
+	if sess.sb.policySet && sess.policy != nil {
+		cmd.NetworkPolicy = sess.policy.Mode
+	}
+	s.mu.Unlock()
 	proc, err := s.exec.Start(sess.ctx, cmd)
 	if err != nil {
 		_ = c.out.append(streamStderr, []byte("sandboxtest: cannot start "+c.name+": "+err.Error()+"\n"))
@@ -161,6 +166,10 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) {
 // the session and the server.
 func (s *Server) finishCommand(c *commandRec, code int) {
 	d := time.Since(c.started).Milliseconds()
+	if !s.realClock {
+		// An injected clock governs every reported time, durations too.
+		d = max(0, s.nowMs()-c.startedAt)
+	}
 	s.mu.Lock()
 	c.exitCode = ptr(code)
 	c.durationMs = ptr(d)

@@ -31,8 +31,13 @@ type Cmd struct {
 	Dir string
 	// HostCwd is Cwd translated to a host path.
 	HostCwd string
-	Stdout  io.Writer // each Write becomes one stdout frame
-	Stderr  io.Writer // each Write becomes one stderr frame
+	// NetworkPolicy is the mode of the network policy a client set on the
+	// sandbox or its session ("allow-all", "deny-all" or "custom"), or ""
+	// when none was set. The fake does not filter traffic itself; an
+	// executor may honour it (IsolatedExecutor does).
+	NetworkPolicy string
+	Stdout        io.Writer // each Write becomes one stdout frame
+	Stderr        io.Writer // each Write becomes one stderr frame
 }
 
 // Process is a started command.

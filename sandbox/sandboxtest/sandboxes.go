@@ -40,6 +40,7 @@ type sandboxSpec struct {
 	image              string
 	timeout            int64
 	policy             *wire.NetworkPolicyResp
+	policySet          bool
 	env                map[string]string
 	tags               map[string]string
 	ports              []int
@@ -175,7 +176,7 @@ func (s *Server) applyCreate(spec *sandboxSpec, req *wire.CreateRequest) *apiErr
 		if aerr != nil {
 			return aerr
 		}
-		spec.policy = pol
+		spec.policy, spec.policySet = pol, true
 	}
 	if req.Env != nil {
 		spec.env = maps.Clone(req.Env)
@@ -324,6 +325,7 @@ func (s *Server) createSandbox(spec sandboxSpec, fromSnap string) (sandboxReply,
 		image:              spec.image,
 		timeout:            spec.timeout,
 		policy:             spec.policy,
+		policySet:          spec.policySet,
 		env:                spec.env,
 		tags:               spec.tags,
 		ports:              spec.ports,
@@ -633,7 +635,7 @@ func (s *Server) handleUpdateSandbox(w http.ResponseWriter, r *http.Request, nam
 		sb.timeout = *timeout
 	}
 	if policy != nil {
-		sb.policy = policy
+		sb.policy, sb.policySet = policy, true
 	}
 	if tagsSet {
 		sb.tags = tags
@@ -741,6 +743,7 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request, name string)
 		image:              src.image,
 		timeout:            src.timeout,
 		policy:             src.policy,
+		policySet:          src.policySet,
 		env:                src.env,
 		tags:               src.tags,
 		ports:              src.ports,

@@ -43,6 +43,8 @@ type config struct {
 	maxTimeout  time.Duration
 	outputLimit int64
 	seed        *uint64
+	leakCheck   bool
+	control     bool // serve the fault-control endpoint (faults.go)
 }
 
 // WithExecutor sets what runs the commands clients start. Without it every
@@ -113,9 +115,10 @@ type Server struct {
 	baseCtx    context.Context // cancelled by Close
 	cancelBase context.CancelFunc
 	createMu   sync.Mutex // serialises sandbox creation (create, fork)
-	wg         sync.WaitGroup
+	wg         liveGroup  // background work; see LiveGoroutines
 	inflight   tracker
 	reqs       requestLog
+	faults     faultSet
 	closeOnce  sync.Once
 
 	mu        sync.Mutex
@@ -199,6 +202,10 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	s.ts, s.url = ts, ts.URL
 	s.mu.Unlock()
 	t.Cleanup(s.Close)
+	if s.cfg.leakCheck {
+		// Cleanups run last-registered first: this runs before Close.
+		t.Cleanup(func() { s.AssertNoLeakedSandboxes(t) })
+	}
 	return s
 }
 
@@ -335,6 +342,10 @@ func (s *Server) nextSeq() int64 {
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inflight.enter()
 	defer s.inflight.leave()
+	if s.cfg.control && isControlPath(r.URL.Path) {
+		s.serveControl(w, r)
+		return
+	}
 	entry := s.reqs.record(r, s.now())
 	rw := &statusWriter{ResponseWriter: w, entry: entry}
 	rw.Header().Set("X-Vercel-Id", s.ids.requestID(defaultRegion, s.nowMs()))
@@ -355,6 +366,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	if p == "/api" || strings.HasPrefix(p, "/api/") {
 		p = p[len("/api"):]
+	}
+	if f := s.faults.match(s, r, p); f != nil {
+		s.serveFault(rw, r, p, f)
+		return
 	}
 	if aerr := s.route(rw, r, p); aerr != nil {
 		writeError(rw, aerr)

@@ -449,7 +449,7 @@ func (s *Server) handleNetworkPolicy(w http.ResponseWriter, r *http.Request, sid
 	now := s.nowMs()
 	sess.policy = pol
 	sess.updatedAt = now
-	sess.sb.policy = pol
+	sess.sb.policy, sess.sb.policySet = pol, true
 	sess.sb.updatedAt = now
 	writeJSON(w, http.StatusOK, wire.SessionResponse{Session: sessionWire(sess)})
 	return nil

@@ -59,6 +59,7 @@ type sandboxRec struct {
 	image              string
 	timeout            int64
 	policy             *wire.NetworkPolicyResp
+	policySet          bool // a client set policy (else it is the default)
 	env                map[string]string
 	tags               map[string]string
 	ports              []int

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Conformance of the sandboxtest fake with the official TypeScript SDK:
 # installs the pinned @vercel/sandbox from the committed lock file and runs
-# TestOfficialTypeScriptSDK, which drives the SDK through the fake.
+# TestOfficialTypeScriptSDK, which drives the SDK through the fake, then
+# records the same run to a cassette and replays it with no fake present.
 # Needs node (20 or newer) and npm with access to the npm registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +19,6 @@ fi
 
 echo "== go test: official TypeScript SDK against the fake"
 SANDBOXTEST_TSSDK=1 go test ./sandbox/sandboxtest -run '^TestOfficialTypeScriptSDK$' -count=1 -v
+
+echo "== go test: official TypeScript SDK recorded to a cassette, then replayed from it"
+SANDBOXTEST_TSSDK=1 go test ./sandbox/sandboxtest/cassette -run '^TestOfficialTypeScriptSDK$' -count=1 -v

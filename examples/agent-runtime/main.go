@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -39,11 +38,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/examples/internal/backend"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
-	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/workload"
 )
 
@@ -116,38 +114,27 @@ const (
 )
 
 // connect returns a client for Vercel when credentials are found, and for
-// an embedded local server otherwise; it says which on w.
+// an embedded local server otherwise (see package backend), with the mode
+// the agent runs in; it says which on w.
 func connect(ctx context.Context, w io.Writer, forceLocal bool) (*sandbox.Client, Mode, func(), error) {
-	creds := auth.Default(auth.DefaultOptions{})
-	if _, err := creds.Credentials(ctx); err == nil && !forceLocal {
-		fmt.Fprintln(w, "using Vercel (credentials found in the environment)")
-		c, err := sandbox.NewClient(sandbox.WithCredentials(creds))
-		return c, Vercel, func() {}, err
-	}
-	srv, err := sandboxtest.New(sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()), sandboxtest.WithHostPaths(true))
+	b, err := backend.Open(ctx, w, forceLocal)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	c, err := b.NewClient()
 	if err != nil {
-		srv.Close()
+		b.Close()
 		return nil, 0, nil, err
 	}
-	go srv.Serve(ln) //nolint:errcheck // returns after Close
-	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(w, "no Vercel credentials in use: using the embedded local server at %s\n", url)
-	fmt.Fprintln(w, "(it runs commands as local processes on this machine, without isolation)")
-	c, err := sandbox.NewClient(sandbox.WithBaseURL(url), sandbox.WithToken(srv.Token(), "team_local", "prj_local"))
-	if err != nil {
-		srv.Close()
-		return nil, 0, nil, err
+	mode := Vercel
+	if b.Local() {
+		mode = LocalNode
+		if _, err := exec.LookPath("node"); err != nil {
+			mode = LocalShell
+			fmt.Fprintln(w, "node is not installed here: the agent runs as a POSIX sh script instead")
+		}
 	}
-	mode := LocalNode
-	if _, err := exec.LookPath("node"); err != nil {
-		mode = LocalShell
-		fmt.Fprintln(w, "node is not installed here: the agent runs as a POSIX sh script instead")
-	}
-	return c, mode, srv.Close, nil
+	return c, mode, b.Close, nil
 }
 
 // AgentResult is what the agent prints as JSON on its last line.

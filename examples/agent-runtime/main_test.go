@@ -84,6 +84,7 @@ func TestAgentThroughConnect(t *testing.T) {
 	require.NoError(t, err)
 	defer closeFn()
 	assert.Contains(t, log.String(), "embedded local server")
+	assert.Contains(t, log.String(), "without isolation")
 	var out bytes.Buffer
 	require.NoError(t, run(ctx, config{Client: c, Mode: mode, Message: "hi", Secret: secret, Out: &out}), out.String())
 	assert.Contains(t, out.String(), "stopped: true")

@@ -26,16 +26,14 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
 
-	"github.com/sbx-go/vercel-sandbox/auth"
+	"github.com/sbx-go/vercel-sandbox/examples/internal/backend"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
-	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/workload"
 )
 
@@ -69,38 +67,27 @@ func main() {
 }
 
 // connect returns a client for Vercel when credentials are found, and for
-// an embedded local server otherwise, with the default language to use.
+// an embedded local server otherwise (see package backend), with the
+// default language to use: "javascript", or "sh" on the local server when
+// node is not installed. It says which on w.
 func connect(ctx context.Context, w io.Writer, forceLocal bool) (*sandbox.Client, string, func(), error) {
-	creds := auth.Default(auth.DefaultOptions{})
-	if _, err := creds.Credentials(ctx); err == nil && !forceLocal {
-		fmt.Fprintln(w, "using Vercel (credentials found in the environment)")
-		c, err := sandbox.NewClient(sandbox.WithCredentials(creds))
-		return c, "javascript", func() {}, err
-	}
-	srv, err := sandboxtest.New(sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()), sandboxtest.WithHostPaths(true))
+	b, err := backend.Open(ctx, w, forceLocal)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	c, err := b.NewClient()
 	if err != nil {
-		srv.Close()
-		return nil, "", nil, err
-	}
-	go srv.Serve(ln) //nolint:errcheck // returns after Close
-	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(w, "no Vercel credentials in use: using the embedded local server at %s\n", url)
-	fmt.Fprintln(w, "(it runs commands as local processes on this machine, without isolation)")
-	c, err := sandbox.NewClient(sandbox.WithBaseURL(url), sandbox.WithToken(srv.Token(), "team_local", "prj_local"))
-	if err != nil {
-		srv.Close()
+		b.Close()
 		return nil, "", nil, err
 	}
 	lang := "javascript"
-	if _, err := exec.LookPath("node"); err != nil {
-		lang = "sh"
-		fmt.Fprintln(w, `node is not installed here: the default language is "sh"`)
+	if b.Local() {
+		if _, err := exec.LookPath("node"); err != nil {
+			lang = "sh"
+			fmt.Fprintln(w, `node is not installed here: the default language is "sh"`)
+		}
 	}
-	return c, lang, srv.Close, nil
+	return c, lang, b.Close, nil
 }
 
 // runOne reads one JSON input from r and writes the JSON result to w.

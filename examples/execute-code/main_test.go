@@ -115,4 +115,5 @@ func TestConnectLocal(t *testing.T) {
 	assert.NotNil(t, c)
 	assert.Contains(t, []string{"javascript", "sh"}, lang)
 	assert.Contains(t, log.String(), "embedded local server")
+	assert.Contains(t, log.String(), "without isolation")
 }

@@ -5,7 +5,8 @@
 // With Vercel credentials in the environment (VERCEL_OIDC_TOKEN, or
 // VERCEL_TOKEN with VERCEL_TEAM_ID and VERCEL_PROJECT_ID) it uses Vercel.
 // Without them it starts the embedded local server (package sandboxtest,
-// running real processes on this machine) and says so.
+// running real processes on this machine, without isolation) and says so
+// on standard error.
 package main
 
 import (
@@ -14,18 +15,15 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/examples/internal/backend"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
-	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
 func main() {
@@ -38,7 +36,7 @@ func main() {
 	defer cancel()
 	local := flag.Bool("local", false, "use the embedded local server even when Vercel credentials are present")
 	flag.Parse()
-	if err := run(ctx, os.Stdout, *local); err != nil {
+	if err := run(ctx, os.Stdout, os.Stderr, *local); err != nil {
 		cancel()
 		log.Fatalf("quickstart: %v", err)
 	}
@@ -48,43 +46,18 @@ func step(out io.Writer, format string, args ...any) {
 	fmt.Fprintf(out, "==> "+format+"\n", args...)
 }
 
-func connect(ctx context.Context, out io.Writer, forceLocal bool) (*sandbox.Client, func(), error) {
-	creds := auth.Default(auth.DefaultOptions{})
-	if _, err := creds.Credentials(ctx); err == nil && !forceLocal {
-		step(out, "using Vercel (credentials found in the environment)")
-		c, err := sandbox.NewClient(sandbox.WithCredentials(creds))
-		return c, func() {}, err
-	}
-	srv, err := sandboxtest.New(
-		sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()),
-		sandboxtest.WithHostPaths(true),
-	)
-	if err != nil {
-		return nil, nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		srv.Close()
-		return nil, nil, err
-	}
-	go srv.Serve(ln) //nolint:errcheck // returns after Close
-	url := "http://" + ln.Addr().String()
-	step(out, "no Vercel credentials in use: using the embedded local server at %s", url)
-	step(out, "(it runs commands as local processes on this machine, without isolation)")
-	c, err := sandbox.NewClient(sandbox.WithBaseURL(url), sandbox.WithToken(srv.Token(), "team_local", "prj_local"))
-	if err != nil {
-		srv.Close()
-		return nil, nil, err
-	}
-	return c, srv.Close, nil
-}
-
-func run(ctx context.Context, out io.Writer, forceLocal bool) error {
-	client, closeFn, err := connect(ctx, out, forceLocal)
+// run is the walk-through: progress goes to out, and which backend is in
+// use (Vercel or the embedded local server) to errOut.
+func run(ctx context.Context, out, errOut io.Writer, forceLocal bool) error {
+	b, err := backend.Open(ctx, errOut, forceLocal)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
+	defer b.Close()
+	client, err := b.NewClient()
+	if err != nil {
+		return err
+	}
 
 	step(out, "creating a sandbox")
 	sb, err := client.Create(ctx, sandbox.CreateParams{Timeout: 10 * time.Minute})
@@ -113,7 +86,7 @@ func run(ctx context.Context, out io.Writer, forceLocal bool) error {
 	}
 
 	step(out, "running an attached command; its output streams as it is produced")
-	res, err := sb.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"hello.sh"}, Stdout: prefixed(out, "    | ")})
+	res, err := sb.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"hello.sh"}, Stdout: backend.Prefixed(out, "    | ")})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -129,7 +102,7 @@ func run(ctx context.Context, out io.Writer, forceLocal bool) error {
 		if err != nil {
 			return fmt.Errorf("logs: %w", err)
 		}
-		fmt.Fprintf(prefixed(out, "    "+ev.Stream.String()+" | "), "%s", ev.Data)
+		fmt.Fprintf(backend.Prefixed(out, "    "+ev.Stream.String()+" | "), "%s", ev.Data)
 	}
 	if _, err := h.Wait(ctx); err != nil {
 		return fmt.Errorf("wait: %w", err)
@@ -142,27 +115,4 @@ func run(ctx context.Context, out io.Writer, forceLocal bool) error {
 	}
 	fmt.Fprintf(out, "    data/sorted.txt = %q\n", data)
 	return nil
-}
-
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-	bol    bool
-}
-
-func prefixed(w io.Writer, prefix string) io.Writer {
-	return &prefixWriter{w: w, prefix: prefix, bol: true}
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	var sb strings.Builder
-	for _, c := range string(b) {
-		if p.bol {
-			sb.WriteString(p.prefix)
-		}
-		sb.WriteRune(c)
-		p.bol = c == '\n'
-	}
-	_, err := io.WriteString(p.w, sb.String())
-	return len(b), err
 }

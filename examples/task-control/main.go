@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -41,10 +40,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/examples/internal/backend"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
-	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/workload"
 )
 
@@ -85,7 +83,7 @@ func main() {
 	}
 }
 
-// Env is where the demo runs: newClient makes an independent client, as
+// Env is where the demo runs: NewClient makes an independent client, as
 // another process would have.
 type Env struct {
 	NewClient func(opts ...sandbox.Option) (*sandbox.Client, error)
@@ -93,33 +91,14 @@ type Env struct {
 	Inactivity time.Duration
 }
 
+// connect opens Vercel when credentials are found, and an embedded local
+// server otherwise (see package backend); it says which on w.
 func connect(ctx context.Context, w io.Writer, forceLocal bool) (Env, func(), error) {
-	env := Env{Inactivity: time.Second}
-	creds := auth.Default(auth.DefaultOptions{})
-	if _, err := creds.Credentials(ctx); err == nil && !forceLocal {
-		fmt.Fprintln(w, "using Vercel (credentials found in the environment)")
-		env.NewClient = func(opts ...sandbox.Option) (*sandbox.Client, error) {
-			return sandbox.NewClient(append([]sandbox.Option{sandbox.WithCredentials(creds)}, opts...)...)
-		}
-		return env, func() {}, nil
-	}
-	srv, err := sandboxtest.New(sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()), sandboxtest.WithHostPaths(true))
+	b, err := backend.Open(ctx, w, forceLocal)
 	if err != nil {
-		return env, nil, err
+		return Env{}, nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		srv.Close()
-		return env, nil, err
-	}
-	go srv.Serve(ln) //nolint:errcheck // returns after Close
-	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(w, "no Vercel credentials in use: using the embedded local server at %s\n", url)
-	fmt.Fprintln(w, "(it runs commands as local processes on this machine, without isolation)")
-	env.NewClient = func(opts ...sandbox.Option) (*sandbox.Client, error) {
-		return sandbox.NewClient(append([]sandbox.Option{sandbox.WithBaseURL(url), sandbox.WithToken(srv.Token(), "team_local", "prj_local")}, opts...)...)
-	}
-	return env, srv.Close, nil
+	return Env{NewClient: b.NewClient, Inactivity: time.Second}, b.Close, nil
 }
 
 // Record is a task as the store keeps it.

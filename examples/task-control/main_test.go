@@ -85,4 +85,5 @@ func TestConnectLocal(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, c)
 	assert.Contains(t, log.String(), "embedded local server")
+	assert.Contains(t, log.String(), "without isolation")
 }

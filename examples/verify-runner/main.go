@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"os"
 	"os/signal"
 	"path"
@@ -37,12 +36,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/examples/internal/backend"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/policy"
-	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
 func main() {
@@ -66,37 +64,24 @@ func step(out io.Writer, format string, args ...any) {
 }
 
 // connect returns a client for Vercel, or for an embedded local server
-// when there are no credentials (or forceLocal is set). sandboxEnv is the
+// when there are no credentials (or forceLocal is set); see package
+// backend. It says which on errOut, and as a step on out. sandboxEnv is the
 // environment to create sandboxes with.
 func connect(ctx context.Context, out, errOut io.Writer, forceLocal bool) (c *sandbox.Client, sandboxEnv map[string]string, closeFn func(), err error) {
-	creds := auth.Default(auth.DefaultOptions{})
-	if _, err := creds.Credentials(ctx); err == nil && !forceLocal {
+	b, err := backend.Open(ctx, backend.Prefixed(errOut, "verify-runner: "), forceLocal)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err = b.NewClient()
+	if err != nil {
+		b.Close()
+		return nil, nil, nil, err
+	}
+	if !b.Local() {
 		step(out, "using Vercel (credentials found in the environment)")
-		c, err := sandbox.NewClient(sandbox.WithCredentials(creds))
-		return c, nil, func() {}, err
+		return c, nil, b.Close, nil
 	}
-	srv, err := sandboxtest.New(
-		sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()),
-		sandboxtest.WithHostPaths(true),
-	)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		srv.Close()
-		return nil, nil, nil, err
-	}
-	go srv.Serve(ln) //nolint:errcheck // returns after Close
-	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(errOut, "verify-runner: no Vercel credentials in use: using the embedded local server at %s\n", url)
-	fmt.Fprintf(errOut, "verify-runner: it runs commands as local processes on this machine, without isolation\n")
 	step(out, "using the embedded local server (local processes, not isolated)")
-	c, err = sandbox.NewClient(sandbox.WithBaseURL(url), sandbox.WithToken(srv.Token(), "team_local", "prj_local"))
-	if err != nil {
-		srv.Close()
-		return nil, nil, nil, err
-	}
 	// Local processes get a fresh HOME in the sandbox's directory; share the
 	// host's Go build cache so that go vet and go test start warm.
 	env := map[string]string{"GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"}
@@ -106,7 +91,7 @@ func connect(ctx context.Context, out, errOut io.Writer, forceLocal bool) (c *sa
 	if v := os.Getenv("GOCACHE"); v != "" {
 		env["GOCACHE"] = v
 	}
-	return c, env, srv.Close, nil
+	return c, env, b.Close, nil
 }
 
 // newSecret returns a token-like value that the project's tests print.
@@ -162,7 +147,7 @@ func run(ctx context.Context, out, errOut io.Writer, o options) error {
 		MaxOutputPerCommand: 8 << 10,
 		MaxTranscript:       64 << 10,
 	}
-	runner, err := policy.NewRunner(sb, pol, policy.WithOutput(prefixed(out, "    | ")))
+	runner, err := policy.NewRunner(sb, pol, policy.WithOutput(backend.Prefixed(out, "    | ")))
 	if err != nil {
 		return err
 	}
@@ -218,7 +203,7 @@ func run(ctx context.Context, out, errOut io.Writer, o options) error {
 
 	step(out, "the transcript")
 	t := runner.Transcript()
-	if _, err := t.WriteTo(prefixed(out, "    ")); err != nil {
+	if _, err := t.WriteTo(backend.Prefixed(out, "    ")); err != nil {
 		return err
 	}
 	js, err := json.Marshal(t)
@@ -302,27 +287,4 @@ func firstLine(err error) string {
 	}
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
-}
-
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-	bol    bool
-}
-
-func prefixed(w io.Writer, prefix string) io.Writer {
-	return &prefixWriter{w: w, prefix: prefix, bol: true}
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	var sb strings.Builder
-	for _, c := range string(b) {
-		if p.bol {
-			sb.WriteString(p.prefix)
-		}
-		sb.WriteRune(c)
-		p.bol = c == '\n'
-	}
-	_, err := io.WriteString(p.w, sb.String())
-	return len(b), err
 }

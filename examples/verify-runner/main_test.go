@@ -30,7 +30,9 @@ func testVerifyRunner(t *testing.T, o options) string {
 	var out, errOut bytes.Buffer
 	require.NoError(t, run(ctx, &out, &errOut, o), out.String())
 	s := out.String()
-	assert.Contains(t, errOut.String(), "embedded local server")
+	assert.Contains(t, errOut.String(), "verify-runner: no Vercel credentials in use: using the embedded local server at http://127.0.0.1:")
+	assert.Contains(t, errOut.String(), "verify-runner: (it runs commands as local processes on this machine, without isolation)")
+	assert.Contains(t, s, "==> using the embedded local server (local processes, not isolated)")
 
 	// The secret the project prints is redacted everywhere.
 	assert.NotRegexp(t, regexp.MustCompile(`demo-token-[0-9a-f]{24}`), s+errOut.String())

@@ -2,16 +2,30 @@
 // API as a standalone HTTP server, so that clients in any language (the
 // official TypeScript SDK included) can be tested against it.
 //
-// Commands run as ordinary processes on this host, with the privileges of
-// the server: there is no isolation. Use it only on a machine and with code
-// you trust.
+// With --executor auto (the default), commands run isolated
+// (sandboxtest.IsolatedExecutor: Linux namespaces, a private root
+// filesystem, limits) when this system allows it, else as ordinary host
+// processes. --executor isolated insists on isolation; --executor host
+// runs commands as ordinary processes with the privileges of the server,
+// with host paths (sandboxtest.WithHostPaths): use it only with code you
+// trust.
 //
 // Usage:
 //
-//	sandboxtest-server [--listen 127.0.0.1:0] [--token TOKEN] [--dir DIR]
+//	sandboxtest-server [--listen 127.0.0.1:0] [--token TOKEN] [--dir DIR] [--executor auto|isolated|host] [--fault FAULT]...
+//
+// Each --fault injects a fault from the start, in the text form of
+// sandboxtest.ParseFault, for example
+//
+//	--fault 'POST /v2/sandboxes/sessions/*/cmd status=500 times=1'
+//
+// Faults can also be injected and removed while the server runs, and the
+// request log read, through the control endpoint under /_sandboxtest/
+// (see sandboxtest.ControlPrefix); it needs the server's token.
 //
 // The first line printed on stdout is "listening on http://HOST:PORT"; the
-// second names the executor. SIGINT or SIGTERM stops every process the
+// second names the executor: "executor: isolated" or "executor: host
+// (REASON)". SIGINT or SIGTERM stops every process the
 // server started and exits with status 0.
 package main
 
@@ -54,6 +68,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	token := fl.String("token", "", "accept only this bearer token (default: any non-empty token)")
 	dir := fl.String("dir", "", "directory for sandbox filesystems (default: a temporary directory removed at exit)")
 	verbose := fl.Bool("v", false, "log every request on stderr")
+	execMode := fl.String("executor", "auto", "what runs commands: isolated, host, or auto (isolated when this system allows it)")
+	var faults faultFlags
+	faults.register(fl)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -70,10 +87,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *verbose {
 		level = slog.LevelDebug
 	}
+	exec, mode, err := chooseExecutor(*execMode)
+	if err != nil {
+		if errors.Is(err, errUsage) {
+			fmt.Fprintln(stderr, err)
+			fl.Usage()
+		}
+		return err
+	}
+	_, host := exec.(*sandboxtest.LocalExecutor)
 	opts := []sandboxtest.Option{
-		sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()),
-		sandboxtest.WithHostPaths(true),
+		sandboxtest.WithExecutor(exec),
+		sandboxtest.WithHostPaths(host),
 		sandboxtest.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))),
+		sandboxtest.WithControl(true),
 	}
 	if *token != "" {
 		opts = append(opts, sandboxtest.WithToken(*token))
@@ -85,13 +112,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	faults.inject(srv)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		srv.Close()
 		return err
 	}
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
-	fmt.Fprintln(stdout, "executor: host (local processes, not isolated)")
+	fmt.Fprintln(stdout, "executor: "+mode)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -103,4 +131,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		srv.Close()
 		return err
 	}
+}
+
+// chooseExecutor returns the executor the --executor flag asks for and how
+// the second line of output names it.
+func chooseExecutor(flagValue string) (sandboxtest.Executor, string, error) {
+	switch flagValue {
+	case "host":
+		return sandboxtest.NewLocalExecutor(), "host (--executor host: local processes, not isolated)", nil
+	case "isolated":
+		iso, err := sandboxtest.NewIsolatedExecutor()
+		if err != nil {
+			return nil, "", err
+		}
+		return iso, "isolated", nil
+	case "auto", "":
+		exec, mode := sandboxtest.NewBestExecutor()
+		return exec, mode, nil
+	}
+	return nil, "", fmt.Errorf("%w: --executor must be auto, isolated or host, not %q", errUsage, flagValue)
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,7 +32,7 @@ func TestRun(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--token", "tok"}, pw, io.Discard)
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--token", "tok", "--executor", "host"}, pw, io.Discard)
 		pw.Close()
 	}()
 	br := bufio.NewReader(pr)
@@ -39,7 +41,7 @@ func TestRun(t *testing.T) {
 	require.True(t, strings.HasPrefix(first, "listening on http://127.0.0.1:"), first)
 	second, err := br.ReadString('\n')
 	require.NoError(t, err)
-	assert.Equal(t, "executor: host (local processes, not isolated)\n", second)
+	assert.Equal(t, "executor: host (--executor host: local processes, not isolated)\n", second)
 	base := strings.TrimSpace(strings.TrimPrefix(first, "listening on "))
 	go func() { _, _ = io.Copy(io.Discard, br) }()
 
@@ -84,4 +86,52 @@ func TestRun(t *testing.T) {
 	}
 	assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the sleep process is gone")
 	assert.NoDirExists(t, created.Session.Cwd)
+}
+
+// The second line names the executor that --executor selected.
+func TestRunExecutorFlag(t *testing.T) {
+	_, isoErr := sandboxtest.NewIsolatedExecutor()
+	for _, flagValue := range []string{"auto", "isolated"} {
+		t.Run(flagValue, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			pr, pw := io.Pipe()
+			done := make(chan error, 1)
+			go func() {
+				done <- run(ctx, []string{"--executor", flagValue}, pw, io.Discard)
+				pw.Close()
+			}()
+			br := bufio.NewReader(pr)
+			first, _ := br.ReadString('\n')
+			second, _ := br.ReadString('\n')
+			go func() { _, _ = io.Copy(io.Discard, br) }()
+			if base, ok := strings.CutPrefix(strings.TrimSpace(first), "listening on "); ok {
+				// Stop only once the server answers.
+				hc := &http.Client{Transport: &http.Transport{}}
+				assert.Eventually(t, func() bool {
+					resp, err := hc.Get(base + "/v2/sandboxes")
+					if err == nil {
+						resp.Body.Close()
+					}
+					return err == nil
+				}, 10*time.Second, 10*time.Millisecond)
+				hc.CloseIdleConnections()
+			}
+			cancel()
+			err := <-done
+			switch {
+			case isoErr == nil:
+				require.NoError(t, err)
+				assert.Contains(t, first, "listening on http://")
+				assert.Equal(t, "executor: isolated\n", second)
+			case flagValue == "auto":
+				require.NoError(t, err)
+				assert.True(t, strings.HasPrefix(second, "executor: host (") && strings.HasSuffix(second, ")\n"), second)
+			default:
+				assert.ErrorIs(t, err, sandboxtest.ErrIsolationUnavailable)
+			}
+		})
+	}
+	err := run(context.Background(), []string{"--executor", "vm"}, io.Discard, io.Discard)
+	assert.ErrorIs(t, err, errUsage)
 }

@@ -1,0 +1,293 @@
+package isolate
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Cgroups is where per-sandbox control groups can be created: a cgroup v2
+// directory with the memory and pids controllers delegated, or the
+// directories of the cgroup v1 memory and pids hierarchies, whichever is
+// writable.
+type Cgroups struct {
+	v2      string // cgroup v2 parent directory, or ""
+	memory  string // cgroup v1 memory parent, or ""
+	pids    string // cgroup v1 pids parent, or ""
+	counter atomic.Int64
+}
+
+// Cgroup is the control group of one sandbox.
+type Cgroup struct {
+	dirs   []string
+	memDir string
+	v2     bool
+}
+
+// FindCgroups looks for writable control groups under the ones this process
+// is in. It returns nil and the reason when there are none.
+func FindCgroups() (*Cgroups, error) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	cg := &Cgroups{}
+	var reasons []string
+	for line := range strings.Lines(string(data)) {
+		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		ctrls, rel := parts[1], parts[2]
+		if ctrls == "" { // cgroup v2
+			mp := mountPoint(mounts, "cgroup2", "")
+			if mp == "" {
+				continue
+			}
+			dir := filepath.Join(mp, rel)
+			sub, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+			have := strings.Fields(string(sub))
+			if !contains(have, "memory") || !contains(have, "pids") {
+				reasons = append(reasons, "cgroup v2: memory and pids controllers not delegated to "+dir)
+				continue
+			}
+			if err := probeDir(dir); err != nil {
+				reasons = append(reasons, "cgroup v2: "+err.Error())
+				continue
+			}
+			cg.v2 = dir
+			continue
+		}
+		for _, c := range strings.Split(ctrls, ",") {
+			if c != "memory" && c != "pids" {
+				continue
+			}
+			mp := mountPoint(mounts, "cgroup", c)
+			if mp == "" {
+				continue
+			}
+			dir := filepath.Join(mp, rel)
+			if err := probeDir(dir); err != nil {
+				reasons = append(reasons, "cgroup v1 "+c+": "+err.Error())
+				continue
+			}
+			if c == "memory" {
+				cg.memory = dir
+			} else {
+				cg.pids = dir
+			}
+		}
+	}
+	if cg.v2 != "" {
+		cg.memory, cg.pids = "", ""
+		return cg, nil
+	}
+	if cg.memory == "" && cg.pids == "" {
+		if len(reasons) == 0 {
+			reasons = append(reasons, "no memory or pids controller found")
+		}
+		return nil, errors.New(strings.Join(reasons, "; "))
+	}
+	return cg, nil
+}
+
+// Memory reports whether memory can be limited by a control group.
+func (c *Cgroups) Memory() bool { return c != nil && (c.v2 != "" || c.memory != "") }
+
+// Pids reports whether the process count can be limited by a control group.
+func (c *Cgroups) Pids() bool { return c != nil && (c.v2 != "" || c.pids != "") }
+
+// String describes the cgroups in use.
+func (c *Cgroups) String() string {
+	switch {
+	case c == nil:
+		return "none"
+	case c.v2 != "":
+		return "cgroup v2"
+	}
+	var s []string
+	if c.memory != "" {
+		s = append(s, "memory")
+	}
+	if c.pids != "" {
+		s = append(s, "pids")
+	}
+	return "cgroup v1 (" + strings.Join(s, ", ") + ")"
+}
+
+// New creates a control group limited to memory bytes (0: no limit) and
+// pids processes (0: no limit).
+func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := fmt.Sprintf("sandbox-%d-%d-%x", os.Getpid(), c.counter.Add(1), rnd)
+	g := &Cgroup{}
+	mk := func(parent string) (string, error) {
+		dir := filepath.Join(parent, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return "", err
+		}
+		g.dirs = append(g.dirs, dir)
+		return dir, nil
+	}
+	fail := func(err error) (*Cgroup, error) {
+		g.Remove()
+		return nil, fmt.Errorf("isolate: cgroup: %w", err)
+	}
+	if c.v2 != "" {
+		dir, err := mk(c.v2)
+		if err != nil {
+			return fail(err)
+		}
+		g.v2, g.memDir = true, dir
+		if memory > 0 {
+			if err := writeFile(dir, "memory.max", memory); err != nil {
+				return fail(err)
+			}
+			_ = writeFile(dir, "memory.swap.max", 0)
+		}
+		if pids > 0 {
+			if err := writeFile(dir, "pids.max", pids); err != nil {
+				return fail(err)
+			}
+		}
+		return g, nil
+	}
+	if c.memory != "" && memory > 0 {
+		dir, err := mk(c.memory)
+		if err != nil {
+			return fail(err)
+		}
+		g.memDir = dir
+		if err := writeFile(dir, "memory.limit_in_bytes", memory); err != nil {
+			return fail(err)
+		}
+		// Without swap accounting the file is missing; that is fine.
+		_ = writeFile(dir, "memory.memsw.limit_in_bytes", memory)
+	}
+	if c.pids != "" && pids > 0 {
+		dir, err := mk(c.pids)
+		if err != nil {
+			return fail(err)
+		}
+		if err := writeFile(dir, "pids.max", pids); err != nil {
+			return fail(err)
+		}
+	}
+	return g, nil
+}
+
+// procsFiles opens the cgroup.procs files of the group for writing: a
+// process that writes "0" to each of them joins the group.
+func (g *Cgroup) procsFiles() ([]*os.File, error) {
+	files := make([]*os.File, 0, len(g.dirs))
+	for _, d := range g.dirs {
+		f, err := os.OpenFile(filepath.Join(d, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, fmt.Errorf("isolate: cgroup: %w", err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// OOMKilled reports whether the kernel killed a process of the group
+// because it exceeded its memory limit.
+func (g *Cgroup) OOMKilled() bool {
+	if g == nil || g.memDir == "" {
+		return false
+	}
+	name := "memory.oom_control"
+	if g.v2 {
+		name = "memory.events"
+	}
+	data, err := os.ReadFile(filepath.Join(g.memDir, name))
+	if err != nil {
+		return false
+	}
+	for line := range bytes.Lines(data) {
+		f := strings.Fields(string(line))
+		if len(f) == 2 && f[0] == "oom_kill" && f[1] != "0" {
+			return true
+		}
+	}
+	return false
+}
+
+// Remove deletes the group. Its processes must have ended; the last of
+// them may take a moment to be released, so Remove retries for a while.
+func (g *Cgroup) Remove() {
+	if g == nil {
+		return
+	}
+	for _, d := range g.dirs {
+		for i := 0; i < 100; i++ {
+			err := os.Remove(d)
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// probeDir checks that a child group can be created in dir.
+func probeDir(dir string) error {
+	probe := filepath.Join(dir, fmt.Sprintf("sandbox-probe-%d", os.Getpid()))
+	if err := os.Mkdir(probe, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return os.Remove(probe)
+}
+
+// mountPoint finds the mount point of a cgroup file system in mountinfo: the
+// cgroup2 one, or the cgroup v1 hierarchy with controller ctrl.
+func mountPoint(mountinfo []byte, fstype, ctrl string) string {
+	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		pf, qf := strings.Fields(pre), strings.Fields(post)
+		if len(pf) < 5 || len(qf) < 3 || qf[0] != fstype {
+			continue
+		}
+		if pf[3] != "/" { // a bind mount of a sub-group
+			continue
+		}
+		if ctrl == "" || contains(strings.Split(qf[2], ","), ctrl) {
+			return pf[4]
+		}
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func writeFile(dir, name string, v int64) error {
+	return os.WriteFile(filepath.Join(dir, name), []byte(strconv.FormatInt(v, 10)), 0o644)
+}

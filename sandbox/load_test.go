@@ -201,13 +201,16 @@ func testConcurrentLoad(t *testing.T, h2 bool) {
 	// one per call in flight (1000), give or take dials that race a
 	// connection coming back to the pool. Over HTTP/2 the first round
 	// dials once per request that finds the pool empty (net/http does not
-	// coalesce those dials); once warm, a handful carry everything.
+	// coalesce those dials); once warm, a few connections carry
+	// everything, but the server's limit of streams per connection (250)
+	// still makes a burst of 1000 dial some more when only a few stayed
+	// open (up to 31 seen), so the bound is a tenth of the calls.
 	opened := f.opened.Load()
 	t.Logf("connections opened per round: %v", perRound)
 	for r, n := range perRound {
 		limit := int64(loadSandboxes * loadCommands * 5 / 4)
 		if h2 && r > 0 {
-			limit = 8
+			limit = loadSandboxes * loadCommands / 10
 		}
 		assert.LessOrEqual(t, n, limit, "connections opened by round %d", r)
 	}

@@ -277,25 +277,7 @@ func (p *isolatedProcess) Wait() (int, error) {
 	code, waitErr := p.iso.Wait()
 	// Every process of the sandbox died with its init process, so the
 	// pipes close; the delay only guards against the unexpected.
-	t := time.NewTimer(p.waitDelay)
-	outDone, errDone := p.outDone, p.errDone
-	for outDone != nil || errDone != nil {
-		select {
-		case <-outDone:
-			outDone = nil
-		case <-errDone:
-			errDone = nil
-		case <-t.C:
-			p.outR.Close()
-			p.errR.Close()
-			<-p.outDone
-			<-p.errDone
-			outDone, errDone = nil, nil
-		}
-	}
-	t.Stop()
-	p.outR.Close()
-	p.errR.Close()
+	drainOutput(p.outR, p.errR, p.outDone, p.errDone, p.waitDelay)
 	if !p.stopAfter() {
 		<-p.afterDone
 	}

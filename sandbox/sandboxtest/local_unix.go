@@ -144,26 +144,7 @@ func (p *localProcess) Wait() (int, error) {
 
 	// Drain the pipes. Members of the group are dead and their ends closed;
 	// a process that left the group could keep them open forever.
-	t := time.NewTimer(p.waitDelay)
-	outDone, errDone := p.outDone, p.errDone
-	for outDone != nil || errDone != nil {
-		select {
-		case <-outDone:
-			outDone = nil
-		case <-errDone:
-			errDone = nil
-		case <-t.C:
-			// Closing the read ends unblocks the pumps; later output is lost.
-			p.outR.Close()
-			p.errR.Close()
-			<-p.outDone
-			<-p.errDone
-			outDone, errDone = nil, nil
-		}
-	}
-	t.Stop()
-	p.outR.Close()
-	p.errR.Close()
+	drainOutput(p.outR, p.errR, p.outDone, p.errDone, p.waitDelay)
 
 	if !p.stopAfter() {
 		<-p.afterDone // the session ended: let the kill finish
@@ -200,4 +181,27 @@ func localPump(r io.Reader, w io.Writer, done chan<- struct{}) {
 			return
 		}
 	}
+}
+
+// drainOutput waits until the pumps of both output pipes are done, or
+// until delay has passed; then it closes the read ends, which unblocks the
+// pumps (output written later is lost), and waits for them to finish.
+func drainOutput(outR, errR *os.File, outDone, errDone <-chan struct{}, delay time.Duration) {
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	out, errc := outDone, errDone
+	for out != nil || errc != nil {
+		select {
+		case <-out:
+			out = nil
+		case <-errc:
+			errc = nil
+		case <-t.C:
+			out, errc = nil, nil
+		}
+	}
+	outR.Close()
+	errR.Close()
+	<-outDone
+	<-errDone
 }

@@ -1,42 +1,22 @@
 package files
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/sbx-go/vercel-sandbox/internal/benchdata"
 )
 
 const benchSize = 64 << 20
 
+// benchData is the text-like and the random content of the benchmarks,
+// generated once.
 var benchData = sync.OnceValues(func() (text, random []byte) {
-	// Text-like content: lines of words drawn with a Zipf distribution from
-	// a vocabulary of 4096 pseudo-words, which gzip shrinks to about 37%
-	// (BestSpeed: 41%), and incompressible random bytes.
-	r := rand.New(rand.NewChaCha8([32]byte{42}))
-	vocab := make([]string, 4096)
-	for i := range vocab {
-		w := make([]byte, 2+r.IntN(9))
-		for j := range w {
-			w[j] = "etaoinshrdlucmfwypvbgkqjxz_"[r.IntN(27)]
-		}
-		vocab[i] = string(w)
-	}
-	zipf := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
-	var b bytes.Buffer
-	b.Grow(benchSize + 64)
-	for b.Len() < benchSize {
-		for range 1 + r.IntN(12) {
-			b.WriteString(vocab[zipf.Uint64()])
-			b.WriteByte(" .,( "[r.IntN(5)])
-		}
-		b.WriteByte('\n')
-	}
-	return b.Bytes()[:benchSize], randomBytes(43, benchSize)
+	return benchdata.Text(benchSize), benchdata.Random(benchSize)
 })
 
 var benchLevels = []struct {

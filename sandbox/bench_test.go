@@ -5,11 +5,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
+	"github.com/sbx-go/vercel-sandbox/internal/benchdata"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -150,36 +149,10 @@ func BenchmarkRunTrueRaw(b *testing.B) {
 // uploadSize is the content size of the 64 MiB upload benchmarks.
 const uploadSize = 64 << 20
 
-// uploadData returns 64 MiB of text-like content (lines of words drawn
-// with a Zipf distribution from 4096 pseudo-words, which gzip BestSpeed
-// shrinks to about 41 %) and 64 MiB of incompressible random bytes. The
-// generator is the one of the files package benchmarks.
+// uploadData returns 64 MiB of text-like content and 64 MiB of
+// incompressible random bytes, the same as the files package benchmarks.
 var uploadData = sync.OnceValues(func() (text, random []byte) {
-	r := rand.New(rand.NewChaCha8([32]byte{42}))
-	vocab := make([]string, 4096)
-	for i := range vocab {
-		w := make([]byte, 2+r.IntN(9))
-		for j := range w {
-			w[j] = "etaoinshrdlucmfwypvbgkqjxz_"[r.IntN(27)]
-		}
-		vocab[i] = string(w)
-	}
-	zipf := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
-	var b bytes.Buffer
-	b.Grow(uploadSize + 64)
-	for b.Len() < uploadSize {
-		for range 1 + r.IntN(12) {
-			b.WriteString(vocab[zipf.Uint64()])
-			b.WriteByte(" .,( "[r.IntN(5)])
-		}
-		b.WriteByte('\n')
-	}
-	random = make([]byte, uploadSize)
-	rr := rand.New(rand.NewChaCha8([32]byte{43}))
-	for i := 0; i < len(random); i += 8 {
-		binary.LittleEndian.PutUint64(random[i:], rr.Uint64())
-	}
-	return b.Bytes()[:uploadSize], random
+	return benchdata.Text(uploadSize), benchdata.Random(uploadSize)
 })
 
 var uploadLevels = []struct {

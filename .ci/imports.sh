@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Import rules: the arrows that must never exist.
+#   - The library (every public package but the local backend, the test kits
+#     and the examples) never links the local backend, a test kit or the
+#     isolation runtime.
+#   - The test kit never links the isolation runtime: only programs that ask
+#     for isolation (sandbox/local/isolated) do.
+#   - Nothing under internal/ imports a public package of this module, but
+#     for the exceptions the README's package map names (allowed below).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mod=$(go list -m)
+fail=0
+
+deps() { go list -deps "$1" 2>/dev/null | grep "^$mod" || true; }
+
+for pkg in $(go list ./... | grep -v -e '/examples/' -e '/sandbox/local' -e '/sandboxtest' -e '/authtest' -e '/internal/'); do
+  bad=$(deps "$pkg" | grep -E "^$mod/(sandbox/local|sandbox/sandboxtest|auth/authtest|internal/isolate)(/|$)" || true)
+  if [ -n "$bad" ]; then
+    echo "library package $pkg links what only tests and local programs may:"; echo "$bad" | sed 's/^/    /'
+    fail=1
+  fi
+done
+
+for pkg in $(go list ./sandbox/sandboxtest ./sandbox/local ./sandbox/local/hostexec 2>/dev/null); do
+  bad=$(deps "$pkg" | grep -E "^$mod/internal/isolate(/|$)" || true)
+  if [ -n "$bad" ]; then
+    echo "$pkg links the isolation runtime; only sandbox/local/isolated may"; fail=1
+  fi
+done
+
+# internal/httpcore attaches credentials, so it knows auth.Provider.
+allowed=" $mod/internal/httpcore>$mod/auth "
+while read -r pkg imports; do
+  for imp in $imports; do
+    case "$allowed" in *" $pkg>$imp "*) continue ;; esac
+    case "$imp" in
+      "$mod"/internal/*) ;;
+      "$mod"/*) echo "internal package $pkg imports public package $imp"; fail=1 ;;
+    esac
+  done
+done < <(go list -f '{{.ImportPath}} {{join .Imports " "}}' ./internal/...)
+
+if [ "$fail" -ne 0 ]; then exit 1; fi
+echo "import rules hold"

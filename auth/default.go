@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
 // DefaultOptions configure Default. The zero value gives the behaviour of
@@ -151,7 +153,7 @@ func (d *defaultProvider) Invalidate(staleToken string) {
 
 // String describes the provider without its token.
 func (d *defaultProvider) String() string {
-	return fmt.Sprintf("auth.Default(token=%s, teamID=%q, projectID=%q)", redact(d.opts.Token), d.opts.TeamID, d.opts.ProjectID)
+	return fmt.Sprintf("auth.Default(token=%s, teamID=%q, projectID=%q)", redact.Value(d.opts.Token), d.opts.TeamID, d.opts.ProjectID)
 }
 
 // GoString is String, so %#v does not print the token either.

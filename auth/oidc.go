@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
 // Defaults of OIDCOptions and DefaultOptions.
@@ -165,7 +167,7 @@ func (p *OIDCProvider) String() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return fmt.Sprintf("auth.OIDCProvider{source=%s, team=%q, project=%q, token=%s}",
-		p.label, p.claims.OwnerID, p.claims.ProjectID, redact(p.tok))
+		p.label, p.claims.OwnerID, p.claims.ProjectID, redact.Value(p.tok))
 }
 
 // GoString is String, so %#v does not print the token either.

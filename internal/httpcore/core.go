@@ -28,6 +28,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -295,7 +296,7 @@ func (c *Client) JSON(ctx context.Context, call *Call, out any) error {
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return &apierr.DecodeError{Method: call.Method, Path: call.Path, StatusCode: resp.StatusCode,
-			RequestID: resp.Header.Get("X-Vercel-Id"), Excerpt: excerpt(redact(data, infoOf(ctx).secrets())), Err: err}
+			RequestID: resp.Header.Get("X-Vercel-Id"), Excerpt: excerpt(redact.NewSet(infoOf(ctx).secrets()...).Bytes(data)), Err: err}
 	}
 	return nil
 }
@@ -365,22 +366,6 @@ func (info *callInfo) secrets() []string {
 // minRedacted is the shortest token redacted from answers: replacing a
 // shorter one would mangle the text without protecting anything.
 const minRedacted = 8
-
-// redact replaces every occurrence of the secrets in data.
-func redact(data []byte, secrets []string) []byte {
-	for _, s := range secrets {
-		data = bytes.ReplaceAll(data, []byte(s), []byte("[REDACTED]"))
-	}
-	return data
-}
-
-// redactString is redact for strings.
-func redactString(s string, secrets []string) string {
-	for _, sec := range secrets {
-		s = strings.ReplaceAll(s, sec, "[REDACTED]")
-	}
-	return s
-}
 
 func (c *Client) do(ctx context.Context, call *Call) (*http.Response, context.CancelFunc, error) {
 	if err := ctx.Err(); err != nil {
@@ -673,11 +658,12 @@ const maxErrorBody = 64 << 10
 
 func (c *Client) apiError(call *Call, resp *http.Response, attempts int, secrets []string) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	data = redact(data, secrets)
+	hide := redact.NewSet(secrets...)
+	data = hide.Bytes(data)
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	e := &apierr.Error{
 		StatusCode:  resp.StatusCode,
-		RequestID:   redactString(resp.Header.Get("X-Vercel-Id"), secrets),
+		RequestID:   hide.String(resp.Header.Get("X-Vercel-Id")),
 		Method:      call.Method,
 		Path:        call.Path,
 		SandboxName: call.SandboxName,
@@ -690,7 +676,7 @@ func (c *Client) apiError(call *Call, resp *http.Response, attempts int, secrets
 	var body wire.ErrorBody
 	if err := json.Unmarshal(data, &body); err == nil && (body.Error.Code != "" || body.Error.Message != "") {
 		// Decoding may have unescaped a token that the raw body hid.
-		e.Code, e.Message = redactString(body.Error.Code, secrets), redactString(body.Error.Message, secrets)
+		e.Code, e.Message = hide.String(body.Error.Code), hide.String(body.Error.Message)
 	} else {
 		e.Message = excerpt(data)
 	}

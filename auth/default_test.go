@@ -284,7 +284,7 @@ func TestDefault_NothingConfigured(t *testing.T) {
 		cause := errors.Unwrap(err)
 		require.Error(t, cause)
 		assert.Contains(t, cause.Error(), "no Vercel OIDC token")
-		assert.Contains(t, cause.Error(), "Unable to find project root directory")
+		assert.Contains(t, cause.Error(), "unable to find project root directory")
 		assert.ErrorIs(t, err, errNotLinked)
 	})
 	t.Run("on vercel", func(t *testing.T) {

@@ -128,7 +128,7 @@ func (f *fixture) lastRequest() mintRequest {
 	return r
 }
 
-var errNotLinked = errors.New("Unable to find project root directory")
+var errNotLinked = errors.New("unable to find project root directory")
 
 // mintRefresher mints through the fixture's mint server as a CLI login
 // with the token cli_token would.
@@ -172,7 +172,7 @@ func (r mintRefresher) Refresh(ctx context.Context, project, team string) (strin
 		return "", err
 	}
 	if resp.StatusCode/100 != 2 {
-		return "", errors.New("Failed to refresh OIDC token: " + resp.Status)
+		return "", errors.New("failed to refresh OIDC token: " + resp.Status)
 	}
 	var v struct {
 		Token string `json:"token"`

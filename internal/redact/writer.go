@@ -127,9 +127,16 @@ func (w *Writer) flush(final bool) error {
 }
 
 // holdStart returns where the part of b that may still grow into a secret
-// begins: the last maxLen-1 bytes (a known value may be cut there), and a
+// begins: the last maxLen-1 bytes (a known value may be cut there), a
 // trailing run of token characters with a preceding "Bearer " (a token may
-// be cut there), at most MaxTokenLen bytes back.
+// be cut there), and a trailing word with a ':' not yet followed by '@' (a
+// URL may be cut before the end of its password), at most MaxTokenLen
+// bytes back.
+// space reports the bytes that \s matches in a regexp.
+func space(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
 func (w *Writer) holdStart(b []byte) int {
 	h := len(b)
 	if n := w.set.longest(); n > 1 {
@@ -151,6 +158,13 @@ func (w *Writer) holdStart(b []byte) int {
 		if word := b[k:j]; bytes.EqualFold(word, []byte("bearer")) || bytes.EqualFold(word, []byte("basic")) {
 			i = k
 		}
+	}
+	word := len(b)
+	for word > 0 && !space(b[word-1]) && len(b)-word < MaxTokenLen {
+		word--
+	}
+	if c := bytes.IndexByte(b[word:], ':'); c >= 0 && bytes.IndexByte(b[word+c:], '@') < 0 {
+		i = min(i, word)
 	}
 	i = max(i, len(b)-MaxTokenLen)
 	return min(h, i)

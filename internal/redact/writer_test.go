@@ -30,9 +30,11 @@ func TestWriterSplitAnywhere(t *testing.T) {
 	t.Parallel()
 	secret := "multi\nline-secret-value"
 	s := redact.NewSet(secret, "s3cr3t")
-	text := "start s3cr3t; " + secret + " then Bearer " + bearerVal + "\nJWT " + jwt + " and " + ghToken + "\n" + awsKey + " end s3cr3"
+	text := "start s3cr3t; " + secret + " then Bearer " + bearerVal + "\nJWT " + jwt + " and " + ghToken + "\n" + awsKey +
+		" git clone https://bob:pa55-w0rd@example.com/r.git at 12:30 end s3cr3"
 	want := s.String(text)
 	require.NotContains(t, want, "s3cr3t")
+	require.NotContains(t, want, "pa55")
 	for i := 0; i <= len(text); i++ {
 		var out bytes.Buffer
 		writeChunks(t, redact.NewWriter(&out, s), text, []int{i})
@@ -187,4 +189,17 @@ func BenchmarkWriter(b *testing.B) {
 		_, _ = w.Write(chunk)
 	}
 	_ = w.Close()
+}
+
+// A password in a URL is redacted wherever the URL is cut.
+func TestWriterURLPasswordSplit(t *testing.T) {
+	t.Parallel()
+	text := "git clone https://bob:pa55-w0rd@example.com/r.git\nat 12:30 done"
+	want := "git clone https://bob:[REDACTED]@example.com/r.git\nat 12:30 done"
+	require.Equal(t, want, redact.NewSet().String(text))
+	for i := 0; i <= len(text); i++ {
+		var out bytes.Buffer
+		writeChunks(t, redact.NewWriter(&out, nil), text, []int{i})
+		require.Equal(t, want, out.String(), "cut at %d", i)
+	}
 }

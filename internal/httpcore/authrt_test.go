@@ -145,3 +145,46 @@ func TestUnauthorizedNotRetried(t *testing.T) {
 		})
 	}
 }
+
+// An answer that echoes the tokens the call sent, the first one and the
+// one after a 401, never shows them: the call hands the tokens its
+// attempts sent to the error it builds.
+func TestEchoedTokensAreRedacted(t *testing.T) {
+	t.Parallel()
+	echo := func(w http.ResponseWriter, r *http.Request, status int) {
+		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		w.Header().Set("X-Vercel-Id", "iad1::"+tok)
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, `{"error":{"code":"bad_token","message":"token `+tok+` is not allowed"}}`)
+	}
+	t.Run("error answer", func(t *testing.T) {
+		t.Parallel()
+		srv, _ := newServer(t, func(w http.ResponseWriter, r *http.Request, n int32) {
+			if n == 1 {
+				echo(w, r, http.StatusUnauthorized)
+				return
+			}
+			echo(w, r, http.StatusForbidden)
+		})
+		c := newClient(t, srv.URL, withProvider(&refreshingProvider{}))
+		err := c.JSON(t.Context(), &Call{Method: "GET", Path: "/v2/x"}, nil)
+		var ae *apierr.Error
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, http.StatusForbidden, ae.StatusCode)
+		assert.Equal(t, "token [REDACTED] is not allowed", ae.Message)
+		assert.Equal(t, "iad1::[REDACTED]", ae.RequestID)
+		noSecret(t, err)
+	})
+	t.Run("undecodable success", func(t *testing.T) {
+		t.Parallel()
+		srv, _ := newServer(t, func(w http.ResponseWriter, r *http.Request, _ int32) {
+			_, _ = io.WriteString(w, "{"+r.Header.Get("Authorization"))
+		})
+		c := newClient(t, srv.URL)
+		err := c.JSON(t.Context(), &Call{Method: "GET", Path: "/v2/x"}, &struct{}{})
+		var de *apierr.DecodeError
+		require.ErrorAs(t, err, &de)
+		assert.Equal(t, "{Bearer [REDACTED]", de.Excerpt)
+		noSecret(t, err)
+	})
+}

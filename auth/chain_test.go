@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
 type invalidatorFunc struct {
@@ -41,7 +43,7 @@ func TestChain(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotApplicable)
 
 	// A Default that finds nothing is not applicable inside a larger chain.
-	empty := Default(DefaultOptions{System: System{LookupEnv: newTestEnv().Lookup, Getwd: func() (string, error) { return "/", nil }}})
+	empty := Default(DefaultOptions{sys: host.System{LookupEnv: newTestEnv().Lookup, Getwd: func() (string, error) { return "/", nil }}})
 	c, err = Chain(empty, good).Credentials(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, SourceExplicit, c.Source)

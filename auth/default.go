@@ -1,15 +1,18 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"time"
+
+	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
 // DefaultOptions configure Default. The zero value gives the behaviour of
-// the TypeScript SDK plus the VERCEL_TOKEN extension.
+// the TypeScript SDK, without minting tokens, plus the VERCEL_TOKEN
+// extension.
 type DefaultOptions struct {
 	// Token, TeamID and ProjectID are explicit credentials. When any is set
 	// all three are required (see Static) and nothing else is consulted.
@@ -19,35 +22,28 @@ type DefaultOptions struct {
 	// TypeScript SDK does not have.
 	DisableEnvAccessToken bool
 
-	// DisableLinkedProject turns off minting and refreshing OIDC tokens
-	// through .vercel/project.json and the Vercel CLI login.
-	DisableLinkedProject bool
-
-	// Refresher replaces the LinkedProjectRefresher used to mint and refresh
-	// OIDC tokens. It is then always consulted when no token is found.
+	// Refresher mints and refreshes OIDC tokens: it renews the tokens of
+	// tiers 3 and 4 before they expire, and supplies the token of tier 6.
+	// vercelcli.LinkedProjectRefresher does it as the TypeScript SDK does,
+	// from the Vercel CLI login; vercelcli.Default sets it. Nil: tokens
+	// are used as found and tier 6 is skipped.
 	Refresher Refresher
 
-	// Buffer, RefreshTimeout, RefreshBackoff, StaleOnRefreshFailure and
-	// OnRefreshError configure the OIDC providers; see OIDCOptions.
-	Buffer                time.Duration
-	RefreshTimeout        time.Duration
-	RefreshBackoff        time.Duration
+	// StaleOnRefreshFailure and OnRefreshError configure the OIDC tiers;
+	// see OIDCOptions.
 	StaleOnRefreshFailure bool
 	OnRefreshError        func(error)
 
-	// RenewCLILogin lets an expired Vercel CLI login be renewed, which
-	// rewrites the CLI's auth.json; see LinkedProjectRefresher. Off by default.
-	RenewCLILogin bool
+	sys host.System // the outside world; zero: the real process
+}
 
-	// APIBaseURL, IssuerURL and HTTPClient are used to mint OIDC tokens and
-	// renew the CLI login; defaults DefaultAPIBaseURL, DefaultIssuerURL and
-	// http.DefaultClient.
-	APIBaseURL string
-	IssuerURL  string
-	HTTPClient *http.Client
-
-	// System is the outside world; the zero value is the real process.
-	System System
+// LinkedRefresher is a Refresher that mints tokens only for a project it
+// can find, such as the one linked to the working directory. Default
+// consults it as its last tier only when Linked returns nil; otherwise the
+// tier does not apply, and Linked's error says why.
+type LinkedRefresher interface {
+	Refresher
+	Linked() error
 }
 
 // Default returns the provider that finds credentials the way the
@@ -59,8 +55,8 @@ type DefaultOptions struct {
 //  4. VERCEL_OIDC_TOKEN;
 //  5. VERCEL_TOKEN with VERCEL_TEAM_ID (or VERCEL_ORG_ID) and
 //     VERCEL_PROJECT_ID; an extension, see DisableEnvAccessToken;
-//  6. an OIDC token minted for the project linked in .vercel/project.json
-//     (LinkedProjectRefresher), see DisableLinkedProject.
+//  6. an OIDC token minted by the Refresher (for a LinkedRefresher, only
+//     when Linked reports a project).
 //
 // Team and project of OIDC tokens come from their claims. Tokens from
 // tiers 3, 4 and 6 are refreshed before they expire (see OIDCProvider);
@@ -76,42 +72,23 @@ type DefaultOptions struct {
 // swapped for an ambient token; the process environment is never changed;
 // an empty string counts as missing; a token past its expiry that cannot be
 // refreshed is an error (see StaleOnRefreshFailure); failed refreshes back
-// off; the mint URL is escaped; the CLI's auth.json is never written unless
-// RenewCLILogin is set, and never emptied.
+// off.
 //
 // The provider implements Invalidator.
 func Default(opts DefaultOptions) Provider {
-	d := &defaultProvider{opts: opts, sys: opts.System}
-	var ref Refresher
-	if !opts.DisableLinkedProject {
-		ref = opts.Refresher
-		if ref == nil {
-			ref = &LinkedProjectRefresher{
-				APIBaseURL:    opts.APIBaseURL,
-				IssuerURL:     opts.IssuerURL,
-				HTTPClient:    opts.HTTPClient,
-				RenewCLILogin: opts.RenewCLILogin,
-				Buffer:        opts.Buffer,
-				System:        opts.System,
-			}
-		}
-	}
+	d := &defaultProvider{opts: opts, sys: opts.sys}
 	newOIDC := func(src RawSource, label Source) *OIDCProvider {
 		return NewOIDCProvider(OIDCOptions{
 			Source:                src,
-			Refresher:             ref,
+			Refresher:             opts.Refresher,
 			Label:                 label,
-			Buffer:                opts.Buffer,
-			RefreshTimeout:        opts.RefreshTimeout,
-			RefreshBackoff:        opts.RefreshBackoff,
 			StaleOnRefreshFailure: opts.StaleOnRefreshFailure,
 			OnRefreshError:        opts.OnRefreshError,
-			Clock:                 opts.System.Clock,
-			LookupEnv:             opts.System.LookupEnv,
+			sys:                   opts.sys,
 		})
 	}
 	d.file = newOIDC(envFileSource(d.sys), SourceOIDCFile)
-	d.env = newOIDC(FromEnv(EnvOIDCToken, opts.System.LookupEnv), SourceOIDCEnv)
+	d.env = newOIDC(fromEnv(EnvOIDCToken, d.sys), SourceOIDCEnv)
 	d.linked = newOIDC(nil, SourceLinkedProject)
 	d.chain = Chain(
 		ProviderFunc(d.explicit),
@@ -126,7 +103,7 @@ func Default(opts DefaultOptions) Provider {
 
 type defaultProvider struct {
 	opts              DefaultOptions
-	sys               System
+	sys               host.System
 	chain             Provider
 	file, env, linked *OIDCProvider
 }
@@ -151,14 +128,14 @@ func (d *defaultProvider) Invalidate(staleToken string) {
 
 // String describes the provider without its token.
 func (d *defaultProvider) String() string {
-	return fmt.Sprintf("auth.Default(token=%s, teamID=%q, projectID=%q)", redact(d.opts.Token), d.opts.TeamID, d.opts.ProjectID)
+	return fmt.Sprintf("auth.Default(token=%s, teamID=%q, projectID=%q)", redact.Value(d.opts.Token), d.opts.TeamID, d.opts.ProjectID)
 }
 
 // GoString is String, so %#v does not print the token either.
 func (d *defaultProvider) GoString() string { return d.String() }
 
 func (d *defaultProvider) guidance(cause error) error {
-	return &OIDCContextError{OnVercel: d.sys.env("VERCEL_URL") != "", Cause: cause}
+	return &OIDCContextError{OnVercel: d.sys.Env("VERCEL_URL") != "", Cause: cause}
 }
 
 // oidcResult wraps an OIDC tier's error in the guidance error, except a
@@ -198,7 +175,7 @@ func (d *defaultProvider) fromContext(ctx context.Context) (Credentials, error) 
 }
 
 func (d *defaultProvider) fromFile(ctx context.Context) (Credentials, error) {
-	if d.sys.env(EnvOIDCTokenFile) == "" {
+	if d.sys.Env(EnvOIDCTokenFile) == "" {
 		return Credentials{}, ErrNotApplicable
 	}
 	c, err := d.file.Credentials(ctx)
@@ -206,7 +183,7 @@ func (d *defaultProvider) fromFile(ctx context.Context) (Credentials, error) {
 }
 
 func (d *defaultProvider) fromEnv(ctx context.Context) (Credentials, error) {
-	if d.sys.env(EnvOIDCToken) == "" {
+	if d.sys.Env(EnvOIDCToken) == "" {
 		return Credentials{}, notApplicable(errNoOIDCToken)
 	}
 	c, err := d.env.Credentials(ctx)
@@ -217,12 +194,12 @@ func (d *defaultProvider) accessTokenEnv(context.Context) (Credentials, error) {
 	if d.opts.DisableEnvAccessToken {
 		return Credentials{}, ErrNotApplicable
 	}
-	tok := d.sys.env("VERCEL_TOKEN")
+	tok := d.sys.Env("VERCEL_TOKEN")
 	if tok == "" {
 		return Credentials{}, ErrNotApplicable
 	}
-	team := firstNonEmpty(d.sys.env("VERCEL_TEAM_ID"), d.sys.env("VERCEL_ORG_ID"))
-	project := d.sys.env("VERCEL_PROJECT_ID")
+	team := cmp.Or(d.sys.Env("VERCEL_TEAM_ID"), d.sys.Env("VERCEL_ORG_ID"))
+	project := d.sys.Env("VERCEL_PROJECT_ID")
 	var missing []string
 	if team == "" {
 		missing = append(missing, "VERCEL_TEAM_ID")
@@ -237,11 +214,11 @@ func (d *defaultProvider) accessTokenEnv(context.Context) (Credentials, error) {
 }
 
 func (d *defaultProvider) linkedProject(ctx context.Context) (Credentials, error) {
-	if d.opts.DisableLinkedProject {
+	if d.opts.Refresher == nil {
 		return Credentials{}, ErrNotApplicable
 	}
-	if d.opts.Refresher == nil && !d.linked.hasToken() {
-		if _, err := findProjectRoot(d.sys); err != nil {
+	if lr, ok := d.opts.Refresher.(LinkedRefresher); ok && !d.linked.hasToken() {
+		if err := lr.Linked(); err != nil {
 			return Credentials{}, notApplicable(err)
 		}
 	}

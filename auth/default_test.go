@@ -8,7 +8,6 @@ import (
 	"go/token"
 	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
 const (
@@ -41,8 +42,7 @@ func TestDefault_ExplicitWinsOverEverything(t *testing.T) {
 	f.env.Set("VERCEL_TOKEN", "pat")
 	f.env.Set("VERCEL_TEAM_ID", "team_pat")
 	f.env.Set("VERCEL_PROJECT_ID", "prj_pat")
-	f.link(f.cwd, `{"projectId":"prj_link","orgId":"team_link"}`)
-	f.writeCLIAuth(`{"token":"cli"}`)
+	f.link("prj_link", "team_link")
 
 	p := f.defaults(DefaultOptions{Token: "tok", TeamID: "team_x", ProjectID: "prj_x"})
 	c, err := p.Credentials(context.Background())
@@ -51,7 +51,7 @@ func TestDefault_ExplicitWinsOverEverything(t *testing.T) {
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("credentials (-want +got):\n%s", diff)
 	}
-	assert.Zero(t, f.srv.hits.Load())
+	assert.Zero(t, f.srv.Hits())
 	assert.Zero(t, f.env.Reads(EnvOIDCToken))
 	assert.Zero(t, f.env.Reads(EnvOIDCTokenFile))
 }
@@ -76,7 +76,7 @@ func TestDefault_ExplicitPartialFailsWithoutFallThrough(t *testing.T) {
 			env := newTestEnv(EnvOIDCToken, tok("team_env", "prj_env", t0.Add(time.Hour)))
 			p := Default(DefaultOptions{
 				Token: tt.token, TeamID: tt.team, ProjectID: tt.project,
-				System: System{LookupEnv: env.Lookup},
+				sys: host.System{LookupEnv: env.Lookup},
 			})
 			_, err := p.Credentials(context.Background())
 			require.Error(t, err)
@@ -169,7 +169,7 @@ func TestDefault_OIDCPrecedence(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, envTok, c.Token)
 		assert.Equal(t, SourceOIDCEnv, c.Source)
-		assert.Zero(t, f.srv.hits.Load())
+		assert.Zero(t, f.srv.Hits())
 	})
 }
 
@@ -193,7 +193,7 @@ func TestDefault_FileRotation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, b, c.Token)
 	assert.Equal(t, "team_b", c.TeamID)
-	assert.Zero(t, f.srv.hits.Load())
+	assert.Zero(t, f.srv.Hits())
 }
 
 // Test 6.
@@ -265,7 +265,7 @@ func TestDefault_InvalidEnvJWT(t *testing.T) {
 			assert.ErrorIs(t, err, ErrLocalOIDCContext)
 			assert.Contains(t, err.Error(), "Invalid Vercel OIDC token: ")
 			assert.NotContains(t, err.Error(), jwt)
-			assert.Zero(t, f.srv.hits.Load())
+			assert.Zero(t, f.srv.Hits())
 		})
 	}
 }
@@ -284,8 +284,8 @@ func TestDefault_NothingConfigured(t *testing.T) {
 		cause := errors.Unwrap(err)
 		require.Error(t, cause)
 		assert.Contains(t, cause.Error(), "no Vercel OIDC token")
-		assert.Contains(t, cause.Error(), "Unable to find project root directory")
-		assert.ErrorIs(t, err, ErrProjectNotLinked)
+		assert.Contains(t, cause.Error(), "unable to find project root directory")
+		assert.ErrorIs(t, err, errNotLinked)
 	})
 	t.Run("on vercel", func(t *testing.T) {
 		t.Parallel()
@@ -354,72 +354,6 @@ func TestDefault_EnvAccessToken(t *testing.T) {
 	})
 }
 
-// Test 11.
-func TestDefault_LinkedProjectMint(t *testing.T) {
-	t.Parallel()
-	minted := tok("team", "prj", t0.Add(12*time.Hour))
-	t.Run("link in a parent directory", func(t *testing.T) {
-		t.Parallel()
-		f := newFixture(t)
-		f.link(f.cwd, `{"projectId":"prj","orgId":"team"}`)
-		f.cwd = filepath.Join(f.cwd, "a", "b")
-		require.NoError(t, os.MkdirAll(f.cwd, 0o755))
-		f.writeCLIAuth(`{"token":"cli_token"}`)
-		f.srv.setRespond(tokenResponse(minted))
-
-		c, err := f.defaults(DefaultOptions{}).Credentials(context.Background())
-		require.NoError(t, err)
-		assert.Equal(t, Credentials{Token: minted, TeamID: "team", ProjectID: "prj", Expiry: t0.Add(12 * time.Hour), Source: SourceLinkedProject}, c)
-		assert.Equal(t, mintRequest{"POST", "/v1/projects/prj/token", "source=vercel-oidc-refresh&teamId=team", "Bearer cli_token"}, f.srv.lastRequest(t))
-		assert.EqualValues(t, 1, f.srv.hits.Load())
-	})
-	t.Run("nearest .vercel has no project.json", func(t *testing.T) {
-		t.Parallel()
-		f := newFixture(t)
-		f.link(f.cwd, `{"projectId":"prj","orgId":"team"}`)
-		f.cwd = filepath.Join(f.cwd, "a")
-		f.link(f.cwd, "")
-		f.writeCLIAuth(`{"token":"cli_token"}`)
-		_, err := f.defaults(DefaultOptions{}).Credentials(context.Background())
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "project.json not found")
-		assert.ErrorIs(t, err, ErrProjectNotLinked)
-		assert.ErrorIs(t, err, ErrLocalOIDCContext)
-		assert.Zero(t, f.srv.hits.Load())
-	})
-	t.Run("no orgId", func(t *testing.T) {
-		t.Parallel()
-		f := newFixture(t)
-		f.link(f.cwd, `{"projectId":"prj"}`)
-		f.writeCLIAuth(`{"token":"cli_token"}`)
-		f.srv.setRespond(tokenResponse(minted))
-		_, err := f.defaults(DefaultOptions{}).Credentials(context.Background())
-		require.NoError(t, err)
-		assert.Equal(t, "source=vercel-oidc-refresh", f.srv.lastRequest(t).RawQuery)
-	})
-	t.Run("escaped project", func(t *testing.T) {
-		t.Parallel()
-		f := newFixture(t)
-		f.link(f.cwd, `{"projectId":"my project/x","orgId":"team&x=1"}`)
-		f.writeCLIAuth(`{"token":"cli_token"}`)
-		f.srv.setRespond(tokenResponse(minted))
-		_, err := f.defaults(DefaultOptions{}).Credentials(context.Background())
-		require.NoError(t, err)
-		r := f.srv.lastRequest(t)
-		assert.Equal(t, "/v1/projects/my%20project%2Fx/token", r.Path)
-		assert.Equal(t, "source=vercel-oidc-refresh&teamId=team%26x%3D1", r.RawQuery)
-	})
-	t.Run("disabled", func(t *testing.T) {
-		t.Parallel()
-		f := newFixture(t)
-		f.link(f.cwd, `{"projectId":"prj","orgId":"team"}`)
-		f.writeCLIAuth(`{"token":"cli_token"}`)
-		_, err := f.defaults(DefaultOptions{DisableLinkedProject: true}).Credentials(context.Background())
-		assert.ErrorIs(t, err, ErrLocalOIDCContext)
-		assert.Zero(t, f.srv.hits.Load())
-	})
-}
-
 // Test 12.
 func TestDefault_ExplicitJWTNotSwappedForAmbient(t *testing.T) {
 	t.Parallel()
@@ -440,10 +374,9 @@ func TestDefault_ContextCancellationIsNotWrapped(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.env.Set(EnvOIDCToken, tok("team", "prj", t0.Add(-time.Minute)))
-	f.writeCLIAuth(`{"token":"cli_token"}`)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	f.srv.setRespond(func(w http.ResponseWriter, r *http.Request) {
+	f.srv.Respond(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -451,7 +384,7 @@ func TestDefault_ContextCancellationIsNotWrapped(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := f.defaults(DefaultOptions{RefreshTimeout: 200 * time.Millisecond}).Credentials(ctx)
+	_, err := f.defaults(DefaultOptions{}).Credentials(ctx)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.NotErrorIs(t, err, ErrLocalOIDCContext)
 }
@@ -462,8 +395,7 @@ func TestDefault_InvalidateForwardsToOIDC(t *testing.T) {
 	old := tok("team", "prj", t0.Add(time.Hour))
 	fresh := tok("team", "prj", t0.Add(2*time.Hour))
 	f.env.Set(EnvOIDCToken, old)
-	f.writeCLIAuth(`{"token":"cli_token"}`)
-	f.srv.setRespond(tokenResponse(fresh))
+	f.srv.Respond(tokenResponse(fresh))
 	p := f.defaults(DefaultOptions{})
 	inv, ok := p.(Invalidator)
 	require.True(t, ok, "Default must implement Invalidator")
@@ -475,25 +407,76 @@ func TestDefault_InvalidateForwardsToOIDC(t *testing.T) {
 	c, err = p.Credentials(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, fresh, c.Token)
-	assert.EqualValues(t, 1, f.srv.hits.Load())
+	assert.EqualValues(t, 1, f.srv.Hits())
 }
 
 func TestDefault_NoIOAtConstruction(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv()
 	calls := 0
-	sys := System{
+	sys := host.System{
 		LookupEnv: env.Lookup,
 		Getwd:     func() (string, error) { calls++; return "/", nil },
 		FS:        panicFS{},
 	}
-	_ = Default(DefaultOptions{System: sys})
+	_ = Default(DefaultOptions{sys: sys, Refresher: newFixture(t).refresher()})
 	assert.Zero(t, calls)
 	assert.Empty(t, env.reads)
 }
 
 // panicFS fails the test if any file operation happens.
-type panicFS struct{ OSFS }
+type panicFS struct{ host.OSFS }
 
-func (panicFS) ReadFile(string) ([]byte, error)  { panic("unexpected ReadFile") }
+func (panicFS) ReadFile(string) ([]byte, error) { panic("unexpected ReadFile") }
+
 func (panicFS) Stat(string) (fs.FileInfo, error) { panic("unexpected Stat") }
+
+// Test 11, as far as Default goes: the last tier mints through the
+// Refresher for the linked project; the refresher's own rules are tested
+// in package vercelcli.
+func TestDefault_LinkedProjectTier(t *testing.T) {
+	t.Parallel()
+	minted := tok("team", "prj", t0.Add(12*time.Hour))
+	t.Run("linked", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		f.link("prj", "team")
+		f.srv.Respond(tokenResponse(minted))
+		c, err := f.defaults(DefaultOptions{}).Credentials(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, Credentials{Token: minted, TeamID: "team", ProjectID: "prj", Expiry: t0.Add(12 * time.Hour), Source: SourceLinkedProject}, c)
+		assert.Equal(t, mintRequest{Method: "POST", Path: "/v1/projects/prj/token", RawQuery: "source=vercel-oidc-refresh&teamId=team", Authorization: "Bearer cli_token"}, f.lastRequest())
+		assert.EqualValues(t, 1, f.srv.Hits())
+	})
+	t.Run("not linked", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		_, err := f.defaults(DefaultOptions{}).Credentials(context.Background())
+		assert.ErrorIs(t, err, ErrLocalOIDCContext)
+		assert.ErrorIs(t, err, errNotLinked)
+		assert.Zero(t, f.srv.Hits())
+	})
+	t.Run("a refresher that is not a LinkedRefresher is always asked", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		asked := 0
+		ref := RefresherFunc(func(_ context.Context, project, team string) (string, error) {
+			asked++
+			assert.Empty(t, project+team, "no claims to go by")
+			return minted, nil
+		})
+		c, err := f.defaults(DefaultOptions{Refresher: ref}).Credentials(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, minted, c.Token)
+		assert.Equal(t, 1, asked)
+	})
+	t.Run("no refresher", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		f.link("prj", "team")
+		p := Default(DefaultOptions{sys: f.system()})
+		_, err := p.Credentials(context.Background())
+		assert.ErrorIs(t, err, ErrLocalOIDCContext)
+		assert.Zero(t, f.srv.Hits())
+	})
+}

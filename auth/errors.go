@@ -29,18 +29,6 @@ var (
 	// ErrVercelOIDCContext matches the guidance error returned when no
 	// credentials were found on Vercel (VERCEL_URL set).
 	ErrVercelOIDCContext = errors.New("no credentials from OIDC context (on Vercel)")
-
-	// ErrProjectNotLinked is returned when no .vercel/project.json can be
-	// found to decide which project to mint a token for.
-	ErrProjectNotLinked = errors.New("project not linked")
-
-	// ErrCLILoginRequired is returned when the Vercel CLI has no usable login
-	// (auth.json has no token, or it has expired).
-	ErrCLILoginRequired = errors.New("no usable Vercel CLI login: run `vercel login`")
-
-	// ErrInvalidID is returned when a project or team ID would be unsafe to
-	// pass to the vercel command line tool.
-	ErrInvalidID = errors.New("invalid project or team ID")
 )
 
 // MissingParamsError reports explicit credentials given only in part. Its

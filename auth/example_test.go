@@ -32,21 +32,17 @@ func ExampleStatic_missing() {
 }
 
 func ExampleDefault() {
-	// A process started with VERCEL_OIDC_TOKEN set, as `vercel env pull`
-	// arranges. The fake environment stands in for the real one; in a
-	// program, use auth.Default(auth.DefaultOptions{}).
-	env := map[string]string{
-		"VERCEL_OIDC_TOKEN": authtest.Token("team_123", "prj_456", time.Time{}),
-	}
-	p := auth.Default(auth.DefaultOptions{
-		System: auth.System{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }},
-	})
-	c, err := p.Credentials(context.Background())
+	// A request handled on Vercel carries its own OIDC token (see
+	// Middleware); Default prefers it to every ambient source. Pass
+	// vercelcli.Default instead to also mint tokens with the Vercel CLI login.
+	p := auth.Default(auth.DefaultOptions{})
+	ctx := auth.WithOIDCToken(context.Background(), authtest.Token("team_123", "prj_456", time.Time{}))
+	c, err := p.Credentials(ctx)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(c.Source, c.TeamID, c.ProjectID)
-	// Output: oidc-env team_123 prj_456
+	// Output: oidc-context team_123 prj_456
 }
 
 func ExampleMiddleware() {
@@ -107,9 +103,12 @@ func ExampleChain() {
 
 func ExampleNewOIDCProvider() {
 	p := auth.NewOIDCProvider(auth.OIDCOptions{
-		Source: auth.FromEnv(auth.EnvOIDCToken, nil),
-		// Mint new tokens for the linked project with the Vercel CLI login.
-		Refresher: &auth.LinkedProjectRefresher{},
+		Source: auth.FromEnv(auth.EnvOIDCToken),
+		// Renew the token before it expires; vercelcli.LinkedProjectRefresher
+		// does it with the Vercel CLI login.
+		Refresher: auth.RefresherFunc(func(ctx context.Context, projectID, teamID string) (string, error) {
+			return "", errors.New("no way to renew in this example")
+		}),
 		OnRefreshError: func(err error) {
 			fmt.Println("OIDC refresh failed:", err)
 		},

@@ -1,14 +1,17 @@
 package auth
 
 import (
+	"cmp"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
-	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sbx-go/vercel-sandbox/auth/authtest"
+	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
 func TestMain(m *testing.M) {
@@ -61,72 +65,23 @@ func (e *testEnv) Reads(k string) int {
 	return e.reads[k]
 }
 
-// mintRequest is what the fake mint endpoint saw.
-type mintRequest struct {
-	Method, Path, RawQuery, Authorization string
-}
+type mintRequest = authtest.MintRequest
 
-// mintServer fakes POST /v1/projects/{p}/token. It counts hits atomically
-// and answers with a scripted handler.
-type mintServer struct {
-	*httptest.Server
-	hits    atomic.Int64
-	mu      sync.Mutex
-	reqs    []mintRequest
-	respond http.HandlerFunc
-}
+var tokenResponse = authtest.TokenResponse
 
-func newMintServer(t *testing.T) *mintServer {
-	s := &mintServer{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.hits.Add(1)
-		s.mu.Lock()
-		s.reqs = append(s.reqs, mintRequest{r.Method, r.URL.EscapedPath(), r.URL.RawQuery, r.Header.Get("Authorization")})
-		respond := s.respond
-		s.mu.Unlock()
-		if respond == nil {
-			http.Error(w, `{"error":{"message":"no response scripted"}}`, http.StatusInternalServerError)
-			return
-		}
-		respond(w, r)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *mintServer) setRespond(f http.HandlerFunc) {
-	s.mu.Lock()
-	s.respond = f
-	s.mu.Unlock()
-}
-
-func (s *mintServer) lastRequest(t *testing.T) mintRequest {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	require.NotEmpty(t, s.reqs, "no mint request")
-	return s.reqs[len(s.reqs)-1]
-}
-
-func tokenResponse(tok string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]string{"token": tok})
-	}
-}
-
-// fixture is a sandboxed developer machine: a home, a data directory
-// (XDG_DATA_HOME), a working directory, a fake env and clock, and a mint
-// server.
+// fixture is a sandboxed machine: a working directory, a fake env and
+// clock, a mint server, and a refresher that mints through it for the
+// project the test links.
 type fixture struct {
 	t     *testing.T
 	root  string
-	home  string
-	data  string
 	cwd   string
 	env   *testEnv
 	clock *authtest.Clock
-	srv   *mintServer
+	srv   *authtest.MintServer
+
+	mu            sync.Mutex
+	project, team string // linked; "" when not
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -135,44 +90,29 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{
 		t:     t,
 		root:  root,
-		home:  filepath.Join(root, "home"),
-		data:  filepath.Join(root, "data"),
 		cwd:   filepath.Join(root, "work"),
 		clock: authtest.NewClock(t0),
-		srv:   newMintServer(t),
+		srv:   authtest.NewMintServer(t),
+		env:   newTestEnv(),
 	}
-	for _, d := range []string{f.home, f.data, f.cwd} {
-		require.NoError(t, os.MkdirAll(d, 0o755))
-	}
-	f.env = newTestEnv("XDG_DATA_HOME", f.data)
+	require.NoError(t, os.MkdirAll(f.cwd, 0o755))
 	return f
 }
 
-func (f *fixture) system() System {
-	return System{
-		LookupEnv:   f.env.Lookup,
-		Getwd:       func() (string, error) { return f.cwd, nil },
-		UserHomeDir: func() (string, error) { return f.home, nil },
-		FS:          OSFS{},
-		Clock:       f.clock,
+func (f *fixture) system() host.System {
+	return host.System{
+		LookupEnv: f.env.Lookup,
+		Getwd:     func() (string, error) { return f.cwd, nil },
+		FS:        host.OSFS{},
+		Clock:     f.clock,
 	}
 }
 
-// link creates dir/.vercel and, unless projectJSON is empty, project.json.
-func (f *fixture) link(dir, projectJSON string) {
-	f.t.Helper()
-	require.NoError(f.t, os.MkdirAll(filepath.Join(dir, ".vercel"), 0o755))
-	if projectJSON != "" {
-		f.write(filepath.Join(dir, ".vercel", "project.json"), projectJSON)
-	}
-}
-
-func (f *fixture) cliDir() string { return filepath.Join(f.data, "com.vercel.cli") }
-
-func (f *fixture) writeCLIAuth(content string) string {
-	p := filepath.Join(f.cliDir(), "auth.json")
-	f.write(p, content)
-	return p
+// link makes project (of team) the linked project.
+func (f *fixture) link(project, team string) {
+	f.mu.Lock()
+	f.project, f.team = project, team
+	f.mu.Unlock()
 }
 
 func (f *fixture) write(path, content string) {
@@ -181,27 +121,87 @@ func (f *fixture) write(path, content string) {
 	require.NoError(f.t, os.WriteFile(path, []byte(content), 0o600))
 }
 
-func (f *fixture) refresher() *LinkedProjectRefresher {
-	return &LinkedProjectRefresher{APIBaseURL: f.srv.URL, HTTPClient: f.srv.Client(), System: f.system()}
+func (f *fixture) lastRequest() mintRequest {
+	f.t.Helper()
+	r, ok := f.srv.LastRequest()
+	require.True(f.t, ok, "no mint request")
+	return r
 }
 
-// defaults builds a Default provider wired to the fixture.
+var errNotLinked = errors.New("unable to find project root directory")
+
+// mintRefresher mints through the fixture's mint server as a CLI login
+// with the token cli_token would.
+type mintRefresher struct{ f *fixture }
+
+func (f *fixture) refresher() LinkedRefresher { return mintRefresher{f} }
+
+func (r mintRefresher) Linked() error {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	if r.f.project == "" {
+		return errNotLinked
+	}
+	return nil
+}
+
+func (r mintRefresher) Refresh(ctx context.Context, project, team string) (string, error) {
+	r.f.mu.Lock()
+	project, team = cmp.Or(project, r.f.project), cmp.Or(team, r.f.team)
+	r.f.mu.Unlock()
+	if project == "" {
+		return "", errNotLinked
+	}
+	q := url.Values{"source": {"vercel-oidc-refresh"}}
+	if team != "" {
+		q.Set("teamId", team)
+	}
+	u := r.f.srv.URL + "/v1/projects/" + url.PathEscape(project) + "/token?" + q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer cli_token")
+	resp, err := r.f.srv.Client().Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode/100 != 2 {
+		return "", errors.New("failed to refresh OIDC token: " + resp.Status)
+	}
+	var v struct {
+		Token string `json:"token"`
+	}
+	if json.Unmarshal(body, &v) != nil || v.Token == "" {
+		return "", errors.New("malformed Vercel OIDC token response")
+	}
+	return v.Token, nil
+}
+
+// defaults builds a Default provider wired to the fixture, minting through
+// its server unless opts has a Refresher.
 func (f *fixture) defaults(opts DefaultOptions) Provider {
-	opts.System = f.system()
-	opts.APIBaseURL = f.srv.URL
-	opts.HTTPClient = f.srv.Client()
+	opts.sys = f.system()
+	if opts.Refresher == nil {
+		opts.Refresher = f.refresher()
+	}
 	return Default(opts)
 }
 
 // oidc builds an OIDCProvider reading VERCEL_OIDC_TOKEN from the fixture's
 // env and refreshing through the fixture's mint server.
 func (f *fixture) oidc(opts OIDCOptions) *OIDCProvider {
-	opts.Source = FromEnv(EnvOIDCToken, f.env.Lookup)
+	opts.Source = fromEnv(EnvOIDCToken, f.system())
 	if opts.Refresher == nil {
 		opts.Refresher = f.refresher()
 	}
 	opts.Clock = f.clock
-	opts.LookupEnv = f.env.Lookup
+	opts.sys = f.system()
 	return NewOIDCProvider(opts)
 }
 

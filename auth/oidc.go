@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
-// Defaults of OIDCOptions and DefaultOptions.
+// Defaults of OIDCOptions.
 const (
 	// DefaultRefreshBuffer is how long before its expiry a token is renewed.
 	DefaultRefreshBuffer = 5 * time.Minute
@@ -77,12 +80,11 @@ type OIDCOptions struct {
 	// quickly: callers wait for the refresh until it does.
 	OnRefreshError func(error)
 
-	// Clock defaults to the wall clock.
-	Clock Clock
+	// Clock tells the time of every expiry and backoff decision; nil means
+	// the wall clock. Tests pass an authtest.Clock.
+	Clock interface{ Now() time.Time }
 
-	// LookupEnv reads VERCEL_URL to choose the guidance error. Default
-	// os.LookupEnv.
-	LookupEnv func(string) (string, bool)
+	sys host.System // the outside world (VERCEL_URL); zero: the real one
 }
 
 // OIDCProvider supplies credentials from a Vercel OIDC token, refreshing it
@@ -112,8 +114,8 @@ type OIDCProvider struct {
 	backoff   time.Duration
 	staleOK   bool
 	onErr     func(error)
-	clock     Clock
-	sys       System
+	clock     host.Clock
+	sys       host.System
 	group     singleflight.Group
 	waitHook  func() // tests: called when a caller starts waiting for a refresh
 	mu        sync.Mutex
@@ -138,13 +140,13 @@ func NewOIDCProvider(opts OIDCOptions) *OIDCProvider {
 		staleOK:   opts.StaleOnRefreshFailure,
 		onErr:     opts.OnRefreshError,
 		clock:     opts.Clock,
-		sys:       System{LookupEnv: opts.LookupEnv},
+		sys:       opts.sys,
 	}
 	if p.label == "" {
 		p.label = SourceOIDCEnv
 	}
 	if p.clock == nil {
-		p.clock = systemClock{}
+		p.clock = opts.sys
 	}
 	return p
 }
@@ -165,7 +167,7 @@ func (p *OIDCProvider) String() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return fmt.Sprintf("auth.OIDCProvider{source=%s, team=%q, project=%q, token=%s}",
-		p.label, p.claims.OwnerID, p.claims.ProjectID, redact(p.tok))
+		p.label, p.claims.OwnerID, p.claims.ProjectID, redact.Value(p.tok))
 }
 
 // GoString is String, so %#v does not print the token either.
@@ -305,7 +307,7 @@ func credentialsFrom(tok string, c Claims, label Source) Credentials {
 // that failed with cause.
 func (p *OIDCProvider) failedLocked(cause error, now time.Time) (Credentials, error) {
 	if p.tok == "" {
-		return Credentials{}, &OIDCContextError{OnVercel: p.sys.env("VERCEL_URL") != "", Cause: cause}
+		return Credentials{}, &OIDCContextError{OnVercel: p.sys.Env("VERCEL_URL") != "", Cause: cause}
 	}
 	if !p.rejected && !p.claims.Expiry.Before(now) {
 		// Inside the buffer but not yet expired: still good.

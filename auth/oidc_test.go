@@ -2,11 +2,8 @@ package auth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
 // Tests 13 to 16.
@@ -38,106 +37,30 @@ func TestOIDC_RefreshBoundaries(t *testing.T) {
 			old := tok("team_old", "prj_old", tt.exp)
 			fresh := tok("team_new", "prj_old", t0.Add(12*time.Hour))
 			f.env.Set(EnvOIDCToken, old)
-			f.writeCLIAuth(`{"token":"cli_token"}`)
-			f.srv.setRespond(tokenResponse(fresh))
+			f.srv.Respond(tokenResponse(fresh))
 
 			p := f.oidc(OIDCOptions{})
 			c, err := p.Credentials(context.Background())
 			require.NoError(t, err)
 			if !tt.wantRefresh {
-				assert.Zero(t, f.srv.hits.Load())
+				assert.Zero(t, f.srv.Hits())
 				assert.Equal(t, old, c.Token)
 				assert.Equal(t, "team_old", c.TeamID)
 				return
 			}
-			assert.EqualValues(t, 1, f.srv.hits.Load())
+			assert.EqualValues(t, 1, f.srv.Hits())
 			assert.Equal(t, fresh, c.Token)
 			assert.Equal(t, "team_new", c.TeamID, "team comes from the new token's owner_id")
-			assert.Equal(t, mintRequest{"POST", "/v1/projects/prj_old/token", "source=vercel-oidc-refresh&teamId=team_old", "Bearer cli_token"},
-				f.srv.lastRequest(t), "the refresh targets the old token's claims")
+			assert.Equal(t, mintRequest{Method: "POST", Path: "/v1/projects/prj_old/token", RawQuery: "source=vercel-oidc-refresh&teamId=team_old", Authorization: "Bearer cli_token"},
+				f.lastRequest(), "the refresh targets the old token's claims")
 
 			// The refreshed token is kept: no second request.
 			c, err = p.Credentials(context.Background())
 			require.NoError(t, err)
 			assert.Equal(t, fresh, c.Token)
-			assert.EqualValues(t, 1, f.srv.hits.Load())
+			assert.EqualValues(t, 1, f.srv.Hits())
 		})
 	}
-}
-
-// Test 17.
-func TestOIDC_ExpiredRefreshWritesCache(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	f.env.Set(EnvOIDCToken, tok("team", "prj", t0.Add(-time.Minute)))
-	fresh := tok("team", "prj", t0.Add(12*time.Hour))
-	f.writeCLIAuth(`{"token":"cli_token"}`)
-	f.srv.setRespond(tokenResponse(fresh))
-
-	c, err := f.oidc(OIDCOptions{}).Credentials(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, fresh, c.Token)
-
-	cache := filepath.Join(f.data, "com.vercel.token", "prj.json")
-	fi, err := os.Stat(cache)
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	data, err := os.ReadFile(cache)
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"token":"`+fresh+`"}`, string(data))
-	entries, err := os.ReadDir(filepath.Dir(cache))
-	require.NoError(t, err)
-	assert.Len(t, entries, 1, "no temporary files are left behind")
-}
-
-// Test 18.
-func TestOIDC_TokenCache(t *testing.T) {
-	t.Parallel()
-	cacheFile := func(f *fixture) string { return filepath.Join(f.data, "com.vercel.token", "prj.json") }
-	t.Run("valid cache is used", func(t *testing.T) {
-		t.Parallel()
-		f := newFixture(t)
-		cached := tok("team", "prj", t0.Add(time.Hour))
-		f.write(cacheFile(f), `{"token":"`+cached+`"}`)
-		f.env.Set(EnvOIDCToken, tok("team", "prj", t0.Add(-time.Minute)))
-		f.writeCLIAuth(`{"token":"cli_token"}`)
-		c, err := f.oidc(OIDCOptions{}).Credentials(context.Background())
-		require.NoError(t, err)
-		assert.Equal(t, cached, c.Token)
-		assert.Zero(t, f.srv.hits.Load())
-	})
-	t.Run("expired cache is not", func(t *testing.T) {
-		t.Parallel()
-		f := newFixture(t)
-		f.write(cacheFile(f), `{"token":"`+tok("team", "prj", t0.Add(time.Minute))+`"}`)
-		f.env.Set(EnvOIDCToken, tok("team", "prj", t0.Add(-time.Minute)))
-		f.writeCLIAuth(`{"token":"cli_token"}`)
-		fresh := tok("team", "prj", t0.Add(12*time.Hour))
-		f.srv.setRespond(tokenResponse(fresh))
-		c, err := f.oidc(OIDCOptions{}).Credentials(context.Background())
-		require.NoError(t, err)
-		assert.Equal(t, fresh, c.Token)
-		assert.EqualValues(t, 1, f.srv.hits.Load())
-	})
-	t.Run("rejected cached token is skipped", func(t *testing.T) {
-		t.Parallel()
-		f := newFixture(t)
-		cached := tok("team", "prj", t0.Add(time.Hour))
-		f.write(cacheFile(f), `{"token":"`+cached+`"}`)
-		f.env.Set(EnvOIDCToken, tok("team", "prj", t0.Add(-time.Minute)))
-		f.writeCLIAuth(`{"token":"cli_token"}`)
-		fresh := tok("team", "prj", t0.Add(12*time.Hour))
-		f.srv.setRespond(tokenResponse(fresh))
-		p := f.oidc(OIDCOptions{})
-		c, err := p.Credentials(context.Background())
-		require.NoError(t, err)
-		require.Equal(t, cached, c.Token)
-		p.Invalidate(cached) // the API answered 401
-		c, err = p.Credentials(context.Background())
-		require.NoError(t, err)
-		assert.Equal(t, fresh, c.Token)
-		assert.EqualValues(t, 1, f.srv.hits.Load())
-	})
 }
 
 // Test 19.
@@ -146,7 +69,6 @@ func TestOIDC_RefreshFailureKeepsValidTokenAndBacksOff(t *testing.T) {
 	f := newFixture(t)
 	old := tok("team", "prj", t0.Add(2*time.Minute)) // inside the buffer, not expired
 	f.env.Set(EnvOIDCToken, old)
-	f.writeCLIAuth(`{"token":"cli_token"}`)
 	var hookErrs []error
 	var mu sync.Mutex
 	p := f.oidc(OIDCOptions{
@@ -158,7 +80,7 @@ func TestOIDC_RefreshFailureKeepsValidTokenAndBacksOff(t *testing.T) {
 	c, err := p.Credentials(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, old, c.Token)
-	assert.EqualValues(t, 1, f.srv.hits.Load())
+	assert.EqualValues(t, 1, f.srv.Hits())
 	require.Equal(t, 1, hooks())
 	assert.Contains(t, hookErrs[0].Error(), "500")
 
@@ -166,13 +88,13 @@ func TestOIDC_RefreshFailureKeepsValidTokenAndBacksOff(t *testing.T) {
 	c, err = p.Credentials(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, old, c.Token)
-	assert.EqualValues(t, 1, f.srv.hits.Load(), "no new attempt inside the backoff window")
+	assert.EqualValues(t, 1, f.srv.Hits(), "no new attempt inside the backoff window")
 	assert.Equal(t, 1, hooks())
 
 	f.clock.Advance(6 * time.Second)
 	_, err = p.Credentials(context.Background())
 	require.NoError(t, err)
-	assert.EqualValues(t, 2, f.srv.hits.Load(), "retried after the window")
+	assert.EqualValues(t, 2, f.srv.Hits(), "retried after the window")
 	assert.Equal(t, 2, hooks())
 }
 
@@ -183,7 +105,6 @@ func TestOIDC_RefreshFailureAfterExpiry(t *testing.T) {
 	setup := func(t *testing.T, opts OIDCOptions) *OIDCProvider {
 		f := newFixture(t)
 		f.env.Set(EnvOIDCToken, old)
-		f.writeCLIAuth(`{"token":"cli_token"}`)
 		return f.oidc(opts)
 	}
 	t.Run("error by default", func(t *testing.T) {
@@ -202,55 +123,15 @@ func TestOIDC_RefreshFailureAfterExpiry(t *testing.T) {
 	})
 }
 
-// Test 21.
-func TestLinkedProjectRefresher_MintErrors(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		respond http.HandlerFunc
-		want    string
-	}{
-		{"500", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, "Failed to refresh OIDC token: 500 Internal Server Error"},
-		{"403 with message", func(w http.ResponseWriter, r *http.Request) {
-			w.WriteHeader(403)
-			_, _ = w.Write([]byte(`{"error":{"code":"forbidden","message":"Not allowed"}}`))
-		}, "Failed to refresh OIDC token: 403 Forbidden: Not allowed"},
-		{"empty object", writeBody(`{}`), "malformed"},
-		{"non-string token", writeBody(`{"token":5}`), "malformed"},
-		{"array", writeBody(`[]`), "expected an object"},
-		{"not json", writeBody(`<html>`), "not JSON"},
-		{"token not a JWT", writeBody(`{"token":"abc"}`), "Invalid Vercel OIDC token"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFixture(t)
-			f.writeCLIAuth(`{"token":"cli_token"}`)
-			f.srv.setRespond(tt.respond)
-			r := f.refresher()
-			_, err := r.Refresh(context.Background(), "prj", "team")
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tt.want)
-			assert.NotContains(t, err.Error(), "cli_token")
-			assert.NoFileExists(t, filepath.Join(f.data, "com.vercel.token", "prj.json"))
-		})
-	}
-}
-
-func writeBody(body string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }
-}
-
 // Test 22.
 func TestOIDC_ConcurrentRefreshIsShared(t *testing.T) {
 	t.Parallel()
 	const callers = 100
 	f := newFixture(t)
 	f.env.Set(EnvOIDCToken, tok("team", "prj", t0.Add(-time.Minute)))
-	f.writeCLIAuth(`{"token":"cli_token"}`)
 	fresh := tok("team", "prj", t0.Add(12*time.Hour))
 	release := make(chan struct{})
-	f.srv.setRespond(func(w http.ResponseWriter, r *http.Request) {
+	f.srv.Respond(func(w http.ResponseWriter, r *http.Request) {
 		<-release
 		tokenResponse(fresh)(w, r)
 	})
@@ -273,7 +154,7 @@ func TestOIDC_ConcurrentRefreshIsShared(t *testing.T) {
 		require.NoError(t, errs[i])
 		assert.Equal(t, fresh, results[i].Token)
 	}
-	assert.EqualValues(t, 1, f.srv.hits.Load())
+	assert.EqualValues(t, 1, f.srv.Hits())
 }
 
 // Test 23.
@@ -282,10 +163,9 @@ func TestOIDC_CancelledWaiterDoesNotCancelRefresh(t *testing.T) {
 	const others = 4
 	f := newFixture(t)
 	f.env.Set(EnvOIDCToken, tok("team", "prj", t0.Add(-time.Minute)))
-	f.writeCLIAuth(`{"token":"cli_token"}`)
 	fresh := tok("team", "prj", t0.Add(12*time.Hour))
 	arrived, release := make(chan struct{}), make(chan struct{})
-	f.srv.setRespond(func(w http.ResponseWriter, r *http.Request) {
+	f.srv.Respond(func(w http.ResponseWriter, r *http.Request) {
 		close(arrived)
 		<-release
 		tokenResponse(fresh)(w, r)
@@ -320,7 +200,7 @@ func TestOIDC_CancelledWaiterDoesNotCancelRefresh(t *testing.T) {
 		require.NoError(t, errs[i])
 		assert.Equal(t, fresh, results[i].Token)
 	}
-	assert.EqualValues(t, 1, f.srv.hits.Load())
+	assert.EqualValues(t, 1, f.srv.Hits())
 }
 
 // Test 24. Not parallel: it checks for leaked goroutines.
@@ -328,9 +208,8 @@ func TestOIDC_RefreshTimeout(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	f := newFixture(t)
 	f.env.Set(EnvOIDCToken, tok("team", "prj", t0.Add(-time.Minute)))
-	f.writeCLIAuth(`{"token":"cli_token"}`)
 	release := make(chan struct{})
-	f.srv.setRespond(func(w http.ResponseWriter, r *http.Request) {
+	f.srv.Respond(func(w http.ResponseWriter, r *http.Request) {
 		select { // hangs far longer than the refresh timeout
 		case <-release:
 		case <-r.Context().Done():
@@ -356,8 +235,7 @@ func TestOIDC_InvalidateForcesRefresh(t *testing.T) {
 	old := tok("team", "prj", t0.Add(time.Hour))
 	fresh := tok("team", "prj", t0.Add(2*time.Hour))
 	f.env.Set(EnvOIDCToken, old)
-	f.writeCLIAuth(`{"token":"cli_token"}`)
-	f.srv.setRespond(tokenResponse(fresh))
+	f.srv.Respond(tokenResponse(fresh))
 	p := f.oidc(OIDCOptions{})
 	var _ Invalidator = p
 
@@ -365,13 +243,13 @@ func TestOIDC_InvalidateForcesRefresh(t *testing.T) {
 	c, err := p.Credentials(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, old, c.Token)
-	assert.Zero(t, f.srv.hits.Load())
+	assert.Zero(t, f.srv.Hits())
 
 	p.Invalidate(old)
 	c, err = p.Credentials(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, fresh, c.Token)
-	assert.EqualValues(t, 1, f.srv.hits.Load())
+	assert.EqualValues(t, 1, f.srv.Hits())
 
 	// The env still holds the old token; it is not adopted again.
 	c, err = p.Credentials(context.Background())
@@ -438,7 +316,7 @@ func TestOIDC_NoTokenAtAll(t *testing.T) {
 	env := newTestEnv("VERCEL_URL", "x.vercel.app")
 	p := NewOIDCProvider(OIDCOptions{
 		Refresher: RefresherFunc(func(context.Context, string, string) (string, error) { return "", cause }),
-		LookupEnv: env.Lookup,
+		sys:       host.System{LookupEnv: env.Lookup},
 	})
 	_, err := p.Credentials(context.Background())
 	assert.ErrorIs(t, err, ErrVercelOIDCContext)
@@ -468,19 +346,3 @@ func TestOIDC_StringHidesToken(t *testing.T) {
 type fixedClock time.Time
 
 func (c fixedClock) Now() time.Time { return time.Time(c) }
-
-func TestWriteFileAtomicReplaces(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	p := filepath.Join(dir, "sub", "x.json")
-	require.NoError(t, writeFileAtomic(OSFS{}, p, []byte(`{"a":1}`)))
-	require.NoError(t, writeFileAtomic(OSFS{}, p, []byte(`{"a":2}`)))
-	data, err := os.ReadFile(p)
-	require.NoError(t, err)
-	var v map[string]int
-	require.NoError(t, json.Unmarshal(data, &v))
-	assert.Equal(t, 2, v["a"])
-	entries, err := os.ReadDir(filepath.Dir(p))
-	require.NoError(t, err)
-	assert.Len(t, entries, 1)
-}

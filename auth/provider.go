@@ -5,6 +5,11 @@
 // request's context, so a provider may refresh (for example an OIDC token five
 // minutes before it expires) and a caller may give up on its own context
 // without cancelling a refresh shared with other callers.
+//
+// The package holds the provider core: Provider, Static, Chain, the OIDC
+// provider and its refresh, the token in the request context, and Default,
+// the chain the TypeScript SDK follows. Getting tokens from the Vercel CLI
+// on a developer machine is package auth/vercelcli.
 package auth
 
 import (

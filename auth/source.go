@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strings"
+
+	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
 // Names of the header and environment variables that carry a Vercel OIDC token.
@@ -64,39 +66,40 @@ func FromContext() RawSource {
 }
 
 // FromEnv returns a RawSource that reads the environment variable name on
-// every call; an unset or empty variable gives no token. A nil lookup means
-// os.LookupEnv.
-func FromEnv(name string, lookup func(string) (string, bool)) RawSource {
-	sys := System{LookupEnv: lookup}
+// every call; an unset or empty variable gives no token.
+func FromEnv(name string) RawSource { return fromEnv(name, host.System{}) }
+
+func fromEnv(name string, sys host.System) RawSource {
 	return func(context.Context) (string, bool, error) {
-		tok := strings.TrimSpace(sys.env(name))
+		tok := strings.TrimSpace(sys.Env(name))
 		return tok, tok != "", nil
 	}
 }
 
 // FromFile returns a RawSource that reads and trims the file at path on
 // every call, so a rotated file is picked up at once. A missing or empty file
-// is an error naming the path. A nil fsys means the operating system's.
-func FromFile(path string, fsys FS) RawSource {
-	sys := System{FS: fsys}
+// is an error naming the path.
+func FromFile(path string) RawSource { return fromFile(path, host.OSFS{}) }
+
+func fromFile(path string, fsys host.FS) RawSource {
 	return func(context.Context) (string, bool, error) {
-		return readTokenFile(sys.fs(), path)
+		return readTokenFile(fsys, path)
 	}
 }
 
 // envFileSource reads the file named by VERCEL_OIDC_TOKEN_FILE; no token
 // when the variable is unset.
-func envFileSource(sys System) RawSource {
+func envFileSource(sys host.System) RawSource {
 	return func(context.Context) (string, bool, error) {
-		path := sys.env(EnvOIDCTokenFile)
+		path := sys.Env(EnvOIDCTokenFile)
 		if path == "" {
 			return "", false, nil
 		}
-		return readTokenFile(sys.fs(), path)
+		return readTokenFile(sys.Files(), path)
 	}
 }
 
-func readTokenFile(fsys FS, path string) (string, bool, error) {
+func readTokenFile(fsys host.FS, path string) (string, bool, error) {
 	data, err := fsys.ReadFile(path)
 	if err != nil {
 		return "", false, &msgError{msg: "cannot read the Vercel OIDC token file", cause: err}

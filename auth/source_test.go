@@ -12,12 +12,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
 func TestMiddleware(t *testing.T) {
 	t.Parallel()
 	jwt := tok("team_req", "prj_req", t0.Add(time.Hour))
-	p := Default(DefaultOptions{System: System{LookupEnv: newTestEnv().Lookup, Clock: fixedClock(t0)}})
+	p := Default(DefaultOptions{sys: host.System{LookupEnv: newTestEnv().Lookup, Clock: fixedClock(t0)}})
 	var got Credentials
 	var gotErr error
 	h := Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +62,7 @@ func TestContextToken(t *testing.T) {
 
 func TestContextTokenInvalid(t *testing.T) {
 	t.Parallel()
-	p := Default(DefaultOptions{System: System{LookupEnv: newTestEnv().Lookup}})
+	p := Default(DefaultOptions{sys: host.System{LookupEnv: newTestEnv().Lookup}})
 	_, err := p.Credentials(WithOIDCToken(context.Background(), "not-a-jwt"))
 	assert.ErrorIs(t, err, ErrInvalidOIDCToken)
 	assert.ErrorIs(t, err, ErrLocalOIDCContext)
@@ -69,14 +71,14 @@ func TestContextTokenInvalid(t *testing.T) {
 func TestFromEnv(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv("A", " tok \n", "EMPTY", "")
-	tok, ok, err := FromEnv("A", env.Lookup)(context.Background())
+	tok, ok, err := fromEnv("A", host.System{LookupEnv: env.Lookup})(context.Background())
 	assert.Equal(t, "tok", tok)
 	assert.True(t, ok)
 	assert.NoError(t, err)
-	_, ok, err = FromEnv("EMPTY", env.Lookup)(context.Background())
+	_, ok, err = fromEnv("EMPTY", host.System{LookupEnv: env.Lookup})(context.Background())
 	assert.False(t, ok)
 	assert.NoError(t, err)
-	_, ok, _ = FromEnv("UNSET", env.Lookup)(context.Background())
+	_, ok, _ = fromEnv("UNSET", host.System{LookupEnv: env.Lookup})(context.Background())
 	assert.False(t, ok)
 }
 
@@ -84,19 +86,19 @@ func TestFromFile(t *testing.T) {
 	t.Parallel()
 	mapFS := fstest.MapFS{"tok": {Data: []byte("  jwt-value\n")}, "empty": {Data: []byte("\n")}}
 	fsys := readOnlyFS{mapFS}
-	tok, ok, err := FromFile("tok", fsys)(context.Background())
+	tok, ok, err := fromFile("tok", fsys)(context.Background())
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.Equal(t, "jwt-value", tok)
-	_, _, err = FromFile("empty", fsys)(context.Background())
+	_, _, err = fromFile("empty", fsys)(context.Background())
 	assert.EqualError(t, err, "The Vercel OIDC token file is empty: empty")
-	_, _, err = FromFile("missing", fsys)(context.Background())
+	_, _, err = fromFile("missing", fsys)(context.Background())
 	assert.Error(t, err)
 
 	// The real file system by default, re-read on every call.
 	p := filepath.Join(t.TempDir(), "tok")
 	require.NoError(t, os.WriteFile(p, []byte("one"), 0o600))
-	src := FromFile(p, nil)
+	src := FromFile(p)
 	tok, _, _ = src(context.Background())
 	assert.Equal(t, "one", tok)
 	require.NoError(t, os.WriteFile(p, []byte("two"), 0o600))
@@ -104,7 +106,7 @@ func TestFromFile(t *testing.T) {
 	assert.Equal(t, "two", tok)
 }
 
-// readOnlyFS adapts an fstest.MapFS to FS for reads.
+// readOnlyFS adapts an fstest.MapFS to host.FS for reads.
 type readOnlyFS struct{ fstest.MapFS }
 
 func (f readOnlyFS) ReadFile(name string) ([]byte, error) { return f.MapFS.ReadFile(name) }

@@ -3,6 +3,8 @@ package auth
 import (
 	"context"
 	"fmt"
+
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
 // Static returns a provider of fixed credentials, for CI and hosts outside
@@ -26,7 +28,7 @@ func (s staticProvider) Credentials(context.Context) (Credentials, error) {
 
 // String describes the provider without its token.
 func (s staticProvider) String() string {
-	return fmt.Sprintf("auth.Static(token=%s, teamID=%q, projectID=%q)", redact(s.token), s.teamID, s.projectID)
+	return fmt.Sprintf("auth.Static(token=%s, teamID=%q, projectID=%q)", redact.Value(s.token), s.teamID, s.projectID)
 }
 
 // GoString is String, so %#v does not print the token either.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/auth"
+	"github.com/sbx-go/vercel-sandbox/auth/vercelcli"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 )
@@ -110,7 +111,7 @@ type config struct {
 type Option func(*config)
 
 // WithCredentials sets the credentials provider. The default is
-// auth.Default(auth.DefaultOptions{}), which reads the environment.
+// vercelcli.Default(auth.DefaultOptions{}), which reads the environment.
 func WithCredentials(p auth.Provider) Option {
 	return func(c *config) {
 		if p == nil {
@@ -201,7 +202,7 @@ func NewClient(opts ...Option) (*Client, error) {
 		return nil, cfg.errs[0]
 	}
 	if cfg.provider == nil {
-		cfg.provider = auth.Default(auth.DefaultOptions{})
+		cfg.provider = vercelcli.Default(auth.DefaultOptions{})
 	}
 	rt := cfg.transport
 	timeout := cfg.timeout

@@ -1,5 +1,6 @@
 // Package authtest helps test code that uses package auth: it builds
-// unsigned Vercel OIDC tokens and provides a clock that moves only when told.
+// unsigned Vercel OIDC tokens, provides a clock that moves only when told
+// (for auth.OIDCOptions.Clock), and fakes the endpoint that mints tokens.
 package authtest
 
 import (

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
+	"sync"
 
 	"github.com/sbx-go/vercel-sandbox/auth"
 )
@@ -26,9 +29,12 @@ func isCredentialError(err error) bool {
 // for afresh, so a refreshed token is used by a retry), the team, the user
 // agent. On a 401 from a provider that can invalidate its token, it sends
 // the request once more with a new token when the body can be replayed.
+// Each call has its own authTransport, which records the tokens it sends
+// in the call's sentTokens.
 type authTransport struct {
 	c    *Client
 	next http.RoundTripper
+	sent *sentTokens
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -41,7 +47,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
-	noteToken(req.Context(), tok)
+	t.sent.add(tok)
 	resp, err := t.next.RoundTrip(r)
 	if err != nil || resp.StatusCode != http.StatusUnauthorized {
 		return resp, err
@@ -70,7 +76,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	noteToken(req.Context(), tok)
+	t.sent.add(tok)
 	return t.next.RoundTrip(r2)
 }
 
@@ -94,7 +100,7 @@ func (t *authTransport) authorize(req *http.Request) (*http.Request, string, err
 	rest := q.Encode()
 	raw := ""
 	if team != "" {
-		raw = "teamId=" + urlQueryEscape(team)
+		raw = "teamId=" + url.QueryEscape(team)
 	}
 	if rest != "" {
 		if raw != "" {
@@ -110,4 +116,38 @@ func closeBody(req *http.Request) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
+}
+
+// minRedacted is the shortest token redacted from answers: replacing a
+// shorter one would mangle the text without protecting anything.
+const minRedacted = 8
+
+// sentTokens collects the tokens the attempts of one call sent, so that an
+// answer echoing one can be redacted. The call owns it; a nil *sentTokens
+// records nothing.
+type sentTokens struct {
+	mu     sync.Mutex
+	tokens []string
+}
+
+// add records tok, unless it is too short to redact or known already.
+func (s *sentTokens) add(tok string) {
+	if s == nil || len(tok) < minRedacted {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.tokens, tok) {
+		s.tokens = append(s.tokens, tok)
+	}
+}
+
+// list returns the tokens recorded so far.
+func (s *sentTokens) list() []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.tokens)
 }

@@ -14,6 +14,7 @@ import (
 	"net"
 
 	"github.com/sbx-go/vercel-sandbox/auth"
+	"github.com/sbx-go/vercel-sandbox/auth/vercelcli"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -31,11 +32,11 @@ type Backend struct {
 }
 
 // Open returns the Vercel backend when credentials are found in the
-// environment (see auth.Default) and forceLocal is false; otherwise it
+// environment (see vercelcli.Default) and forceLocal is false; otherwise it
 // starts the embedded local server on a loopback port. It says which on w,
 // and for the local server that commands run without isolation.
 func Open(ctx context.Context, w io.Writer, forceLocal bool) (*Backend, error) {
-	return open(ctx, w, forceLocal, auth.Default(auth.DefaultOptions{}))
+	return open(ctx, w, forceLocal, vercelcli.Default(auth.DefaultOptions{}))
 }
 
 // open is Open with the credentials to look for.

@@ -1,4 +1,4 @@
-package auth
+package vercelcli
 
 import (
 	"context"
@@ -151,17 +151,17 @@ func TestCLICredentials(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		f.writeCLIAuth(`{"// Note":"x","token":"cli_token","userId":"u"}`)
-		f.srv.setRespond(tokenResponse(minted))
+		f.srv.Respond(tokenResponse(minted))
 		got, err := f.refresher().Refresh(context.Background(), "prj", "team")
 		require.NoError(t, err)
 		assert.Equal(t, minted, got)
-		assert.Equal(t, "Bearer cli_token", f.srv.lastRequest(t).Authorization)
+		assert.Equal(t, "Bearer cli_token", f.lastRequest().Authorization)
 	})
 	t.Run("token valid in the future", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		f.writeCLIAuth(`{"token":"cli_token","expiresAt":` + itoa(t0.Add(time.Hour).Unix()) + `}`)
-		f.srv.setRespond(tokenResponse(minted))
+		f.srv.Respond(tokenResponse(minted))
 		_, err := f.refresher().Refresh(context.Background(), "prj", "team")
 		require.NoError(t, err)
 	})
@@ -181,7 +181,7 @@ func TestCLICredentials(t *testing.T) {
 			assert.ErrorIs(t, err, ErrCLILoginRequired)
 			assert.NotContains(t, err.Error(), "cli_token")
 			assert.NotContains(t, err.Error(), `"rt"`)
-			assert.Zero(t, f.srv.hits.Load())
+			assert.Zero(t, f.srv.Hits())
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
 			assert.Equal(t, content, string(data), "auth.json is never rewritten")
@@ -212,12 +212,12 @@ func TestCLICredentials(t *testing.T) {
 			tt.setup(f)
 			ex := &fakeExec{out: `{"token":"` + minted + `"}` + "\n"}
 			r := f.refresher()
-			r.CLI = &CLIExecRefresher{Command: "vercel", Exec: ex.run, System: f.system()}
+			r.CLI = &CLIExecRefresher{Command: "vercel", exec: ex.run, sys: f.system()}
 			got, err := r.Refresh(context.Background(), "prj", "team")
 			require.NoError(t, err)
 			assert.Equal(t, minted, got)
 			assert.Equal(t, [][]string{{"vercel", "project", "token", "prj", "--format=json", "--scope", "team"}}, ex.calls)
-			assert.Zero(t, f.srv.hits.Load())
+			assert.Zero(t, f.srv.Hits())
 		})
 	}
 
@@ -226,14 +226,14 @@ func TestCLICredentials(t *testing.T) {
 		f := newFixture(t)
 		f.env.Set("VERCEL_TOKEN_STORAGE", "auto")
 		f.writeCLIAuth(`{"token":"cli_token"}`)
-		f.srv.setRespond(tokenResponse(minted))
+		f.srv.Respond(tokenResponse(minted))
 		ex := &fakeExec{}
 		r := f.refresher()
-		r.CLI = &CLIExecRefresher{Exec: ex.run, System: f.system()}
+		r.CLI = &CLIExecRefresher{exec: ex.run, sys: f.system()}
 		_, err := r.Refresh(context.Background(), "prj", "team")
 		require.NoError(t, err)
 		assert.Empty(t, ex.calls)
-		assert.EqualValues(t, 1, f.srv.hits.Load())
+		assert.EqualValues(t, 1, f.srv.Hits())
 	})
 
 	for _, bad := range [][2]string{{"--api=x", "team"}, {"prj", "--scope=evil"}, {"-x", ""}, {"a/b", ""}, {"", ""}} {
@@ -242,7 +242,7 @@ func TestCLICredentials(t *testing.T) {
 			f := newFixture(t)
 			f.link(f.cwd, `{"projectId":"`+bad[0]+`"}`)
 			ex := &fakeExec{out: `{"token":"` + minted + `"}`}
-			r := &CLIExecRefresher{Exec: ex.run, System: f.system()}
+			r := &CLIExecRefresher{exec: ex.run, sys: f.system()}
 			_, err := r.Refresh(context.Background(), bad[0], bad[1])
 			require.Error(t, err)
 			if bad[0] != "" {
@@ -261,7 +261,7 @@ func TestCLIExecRefresher(t *testing.T) {
 		f := newFixture(t)
 		f.link(f.cwd, `{"projectId":"prj_link"}`)
 		ex := &fakeExec{out: `{"token":"` + minted + `"}`}
-		r := &CLIExecRefresher{Exec: ex.run, System: f.system()}
+		r := &CLIExecRefresher{exec: ex.run, sys: f.system()}
 		_, err := r.Refresh(context.Background(), "", "")
 		require.NoError(t, err)
 		require.Len(t, ex.calls, 1)
@@ -275,7 +275,7 @@ func TestCLIExecRefresher(t *testing.T) {
 		f.cwd = filepath.Join(f.cwd, "pkg")
 		require.NoError(t, os.MkdirAll(f.cwd, 0o755))
 		ex := &fakeExec{out: `{"token":"` + minted + `"}`}
-		r := &CLIExecRefresher{Exec: ex.run, System: f.system()}
+		r := &CLIExecRefresher{exec: ex.run, sys: f.system()}
 		_, err := r.Refresh(context.Background(), "prj", "team")
 		require.NoError(t, err)
 		assert.Equal(t, bin, ex.calls[0][0])
@@ -284,7 +284,7 @@ func TestCLIExecRefresher(t *testing.T) {
 		t.Parallel()
 		for _, out := range []string{"secret-ish not json", `{"token":7}`, `{}`} {
 			ex := &fakeExec{out: out}
-			r := &CLIExecRefresher{Command: "vercel", Exec: ex.run}
+			r := &CLIExecRefresher{Command: "vercel", exec: ex.run}
 			_, err := r.Refresh(context.Background(), "prj", "team")
 			require.Error(t, err)
 			assert.NotContains(t, err.Error(), "secret-ish")

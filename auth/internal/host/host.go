@@ -1,4 +1,7 @@
-package auth
+// Package host is the outside world as the credential providers see it:
+// environment, working directory, home directory, operating system, files
+// and time. Tests replace any of them; a zero System is the real process.
+package host
 
 import (
 	"io/fs"
@@ -12,10 +15,6 @@ import (
 type Clock interface {
 	Now() time.Time
 }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // FS is the part of a file system the providers use. OSFS is the real one.
 type FS interface {
@@ -50,9 +49,8 @@ func (OSFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, ne
 // Remove calls os.Remove.
 func (OSFS) Remove(name string) error { return os.Remove(name) }
 
-// System is the outside world as the providers see it: environment, working
-// directory, home directory, operating system, files and time. A nil or empty
-// field means the real process value, so the zero System is the real one.
+// System is the outside world. A nil or empty field means the real process
+// value, so the zero System is the real one.
 type System struct {
 	LookupEnv   func(key string) (string, bool) // default os.LookupEnv
 	Getwd       func() (string, error)          // default os.Getwd
@@ -62,27 +60,30 @@ type System struct {
 	Clock       Clock                           // default the wall clock
 }
 
-func (s System) lookup(key string) (string, bool) {
+// Lookup reads the environment variable key.
+func (s System) Lookup(key string) (string, bool) {
 	if s.LookupEnv != nil {
 		return s.LookupEnv(key)
 	}
 	return os.LookupEnv(key)
 }
 
-// env returns the value of key, "" when unset.
-func (s System) env(key string) string {
-	v, _ := s.lookup(key)
+// Env returns the value of key, "" when unset.
+func (s System) Env(key string) string {
+	v, _ := s.Lookup(key)
 	return v
 }
 
-func (s System) getwd() (string, error) {
+// Wd returns the working directory.
+func (s System) Wd() (string, error) {
 	if s.Getwd != nil {
 		return s.Getwd()
 	}
 	return os.Getwd()
 }
 
-func (s System) home() string {
+// Home returns the home directory, "" when unknown.
+func (s System) Home() string {
 	f := s.UserHomeDir
 	if f == nil {
 		f = os.UserHomeDir
@@ -94,23 +95,26 @@ func (s System) home() string {
 	return h
 }
 
-func (s System) goos() string {
+// OS returns the operating system, as runtime.GOOS names it.
+func (s System) OS() string {
 	if s.GOOS != "" {
 		return s.GOOS
 	}
 	return runtime.GOOS
 }
 
-func (s System) fs() FS {
+// Files returns the file system.
+func (s System) Files() FS {
 	if s.FS != nil {
 		return s.FS
 	}
 	return OSFS{}
 }
 
-func (s System) clock() Clock {
+// Now returns the current time.
+func (s System) Now() time.Time {
 	if s.Clock != nil {
-		return s.Clock
+		return s.Clock.Now()
 	}
-	return systemClock{}
+	return time.Now()
 }

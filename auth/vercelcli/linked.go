@@ -1,6 +1,7 @@
-package auth
+package vercelcli
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -14,6 +15,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/auth"
+	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
 // DefaultAPIBaseURL is the base URL of the Vercel REST API, where OIDC tokens
@@ -55,14 +59,15 @@ type LinkedProjectRefresher struct {
 	TeamID     string            // explicit team ID or slug; overrides the rest
 	APIBaseURL string            // default DefaultAPIBaseURL
 	HTTPClient *http.Client      // default http.DefaultClient
-	Buffer     time.Duration     // validity required of cached and CLI tokens; 0: DefaultRefreshBuffer, negative: none
-	System     System            // environment, files, working directory, clock
-	CLI        *CLIExecRefresher // used for keyring and DPoP logins; nil: one sharing System
+	Buffer     time.Duration     // validity required of cached and CLI tokens; 0: auth.DefaultRefreshBuffer, negative: none
+	CLI        *CLIExecRefresher // used for keyring and DPoP logins; nil: the default one
 
 	// RenewCLILogin lets an expired CLI login be renewed with its refresh
 	// token, which rewrites the CLI's auth.json. Off by default.
 	RenewCLILogin bool
 	IssuerURL     string // OAuth issuer for RenewCLILogin; default DefaultIssuerURL
+
+	sys host.System // environment, files, working directory, clock; zero: the real ones
 
 	mu       sync.Mutex
 	rejected [sha256.Size]byte // hash of the last token the API rejected
@@ -70,13 +75,19 @@ type LinkedProjectRefresher struct {
 
 // Refresh returns a valid OIDC token for the target project.
 func (r *LinkedProjectRefresher) Refresh(ctx context.Context, projectID, teamID string) (string, error) {
-	sys := r.System
+	sys := r.sys
 	project, team, err := resolveTarget(sys, r.ProjectID, r.TeamID, projectID, teamID)
 	if err != nil {
 		return "", err
 	}
-	now := sys.clock().Now()
-	buffer := durationOr(r.Buffer, DefaultRefreshBuffer)
+	now := sys.Now()
+	buffer := r.Buffer
+	switch {
+	case buffer == 0:
+		buffer = auth.DefaultRefreshBuffer
+	case buffer < 0:
+		buffer = 0
+	}
 
 	cachePath := r.cachePath(project)
 	if tok, ok := r.cached(cachePath, now, buffer); ok {
@@ -86,7 +97,7 @@ func (r *LinkedProjectRefresher) Refresh(ctx context.Context, projectID, teamID 
 	if err != nil {
 		return "", err
 	}
-	if _, err := ParseClaims(tok); err != nil {
+	if _, err := auth.ParseClaims(tok); err != nil {
 		return "", err
 	}
 	if cachePath != "" {
@@ -95,6 +106,18 @@ func (r *LinkedProjectRefresher) Refresh(ctx context.Context, projectID, teamID 
 		_ = r.writeCache(cachePath, tok)
 	}
 	return tok, nil
+}
+
+// Linked returns nil when there is a project to mint tokens for: set in
+// ProjectID, or linked by a .vercel entry at or above the working
+// directory. Otherwise its error matches ErrProjectNotLinked. auth.Default
+// asks it before using the refresher as its last tier.
+func (r *LinkedProjectRefresher) Linked() error {
+	if r.ProjectID != "" {
+		return nil
+	}
+	_, err := findProjectRoot(r.sys)
+	return err
 }
 
 // Invalidate stops the refresher from serving staleToken from its cache.
@@ -112,7 +135,7 @@ func (r *LinkedProjectRefresher) isRejected(tok string) bool {
 
 // cachePath is the cache file of project, "" when there is none.
 func (r *LinkedProjectRefresher) cachePath(project string) string {
-	dir := userDataDir(r.System)
+	dir := userDataDir(r.sys)
 	if dir == "" || !validID(project) {
 		return ""
 	}
@@ -127,7 +150,7 @@ func (r *LinkedProjectRefresher) cached(path string, now time.Time, buffer time.
 	if path == "" {
 		return "", false
 	}
-	data, err := r.System.fs().ReadFile(path)
+	data, err := r.sys.Files().ReadFile(path)
 	if err != nil {
 		return "", false
 	}
@@ -135,7 +158,7 @@ func (r *LinkedProjectRefresher) cached(path string, now time.Time, buffer time.
 	if json.Unmarshal(data, &c) != nil || c.Token == "" {
 		return "", false
 	}
-	claims, err := ParseClaims(c.Token)
+	claims, err := auth.ParseClaims(c.Token)
 	if err != nil || (!claims.Expiry.IsZero() && claims.Expiry.Before(now.Add(buffer))) {
 		return "", false
 	}
@@ -150,12 +173,12 @@ func (r *LinkedProjectRefresher) writeCache(path, tok string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(r.System.fs(), path, data)
+	return writeFileAtomic(r.sys.Files(), path, data)
 }
 
 // writeFileAtomic writes data to a temporary file next to path (mode 0600)
 // and renames it over path.
-func writeFileAtomic(fsys FS, path string, data []byte) error {
+func writeFileAtomic(fsys host.FS, path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := fsys.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -176,18 +199,18 @@ func (r *LinkedProjectRefresher) cli() *CLIExecRefresher {
 	if r.CLI != nil {
 		return r.CLI
 	}
-	return &CLIExecRefresher{System: r.System}
+	return &CLIExecRefresher{sys: r.sys}
 }
 
 // obtain gets a new token from the CLI or from the mint endpoint.
 func (r *LinkedProjectRefresher) obtain(ctx context.Context, project, team string, now time.Time, buffer time.Duration) (string, error) {
-	sys := r.System
+	sys := r.sys
 	dir := cliConfigDir(sys)
 	if dir == "" {
-		return "", &msgError{msg: "cannot locate the Vercel CLI configuration directory", sentinel: ErrCLILoginRequired}
+		return "", &cliError{msg: "cannot locate the Vercel CLI configuration directory", sentinel: ErrCLILoginRequired}
 	}
 	storage := credStorage(sys, dir)
-	if sys.env("__VERCEL_FF_DPOP") == "1" || storage == "keyring" {
+	if sys.Env("__VERCEL_FF_DPOP") == "1" || storage == "keyring" {
 		return r.cli().run(ctx, project, team)
 	}
 	a, path, err := readCLIAuth(sys, dir)
@@ -209,7 +232,7 @@ func (r *LinkedProjectRefresher) obtain(ctx context.Context, project, team strin
 
 // mint asks the API for a new project OIDC token.
 func (r *LinkedProjectRefresher) mint(ctx context.Context, project, team, userToken string) (string, error) {
-	base := strings.TrimRight(firstNonEmpty(r.APIBaseURL, DefaultAPIBaseURL), "/")
+	base := strings.TrimRight(cmp.Or(r.APIBaseURL, DefaultAPIBaseURL), "/")
 	q := url.Values{"source": {"vercel-oidc-refresh"}}
 	if team != "" {
 		q.Set("teamId", team)
@@ -217,7 +240,7 @@ func (r *LinkedProjectRefresher) mint(ctx context.Context, project, team, userTo
 	u := base + "/v1/projects/" + url.PathEscape(project) + "/token?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
-		return "", &msgError{msg: "Failed to refresh OIDC token", cause: err}
+		return "", &cliError{msg: "Failed to refresh OIDC token", cause: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+userToken)
 	req.Header.Set("Accept", "application/json")
@@ -227,12 +250,12 @@ func (r *LinkedProjectRefresher) mint(ctx context.Context, project, team, userTo
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return "", &msgError{msg: "Failed to refresh OIDC token", cause: err}
+		return "", &cliError{msg: "Failed to refresh OIDC token", cause: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return "", &msgError{msg: "Failed to refresh OIDC token", cause: err}
+		return "", &cliError{msg: "Failed to refresh OIDC token", cause: err}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return "", mintStatusError(resp, body)
@@ -266,5 +289,5 @@ func mintStatusError(resp *http.Response, body []byte) error {
 	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
 		msg += ": " + e.Error.Message
 	}
-	return &msgError{msg: msg}
+	return &cliError{msg: msg}
 }

@@ -1,4 +1,4 @@
-package auth
+package vercelcli
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func TestRenewCLILogin(t *testing.T) {
 	setup := func(t *testing.T, token http.HandlerFunc) (*fixture, *oauthServer, *LinkedProjectRefresher, string) {
 		f := newFixture(t)
 		path := f.writeCLIAuth(expired)
-		f.srv.setRespond(tokenResponse(minted))
+		f.srv.Respond(tokenResponse(minted))
 		o := newOAuthServer(t)
 		o.token = token
 		r := f.refresher()
@@ -95,7 +95,7 @@ func TestRenewCLILogin(t *testing.T) {
 			"grant_type":    {"refresh_token"},
 			"refresh_token": {"old_rt"},
 		}, o.forms[0])
-		assert.Equal(t, "Bearer new_access", f.srv.lastRequest(t).Authorization)
+		assert.Equal(t, "Bearer new_access", f.lastRequest().Authorization)
 
 		m := readAuth(t, path)
 		assert.Equal(t, "new_access", m["token"])
@@ -141,7 +141,7 @@ func TestRenewCLILogin(t *testing.T) {
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
 			assert.Equal(t, expired, string(data))
-			assert.Zero(t, f.srv.hits.Load())
+			assert.Zero(t, f.srv.Hits())
 		})
 	}
 	t.Run("discovery without token_endpoint", func(t *testing.T) {
@@ -154,7 +154,7 @@ func TestRenewCLILogin(t *testing.T) {
 		data, _ := os.ReadFile(path)
 		assert.Equal(t, expired, string(data))
 		assert.Zero(t, o.tokenHits.Load())
-		assert.Zero(t, f.srv.hits.Load())
+		assert.Zero(t, f.srv.Hits())
 	})
 	t.Run("off by default", func(t *testing.T) {
 		t.Parallel()
@@ -163,6 +163,6 @@ func TestRenewCLILogin(t *testing.T) {
 		_, err := r.Refresh(context.Background(), "prj", "team")
 		assert.ErrorIs(t, err, ErrCLILoginRequired)
 		assert.Zero(t, o.discoveryHits.Load())
-		assert.Zero(t, f.srv.hits.Load())
+		assert.Zero(t, f.srv.Hits())
 	})
 }

@@ -1,10 +1,13 @@
-package auth
+package vercelcli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io/fs"
 	"path/filepath"
+
+	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
 // projectLink is what `vercel link` writes into .vercel/project.json.
@@ -16,51 +19,51 @@ type projectLink struct {
 // findProjectRoot walks up from the working directory to the first
 // directory that contains a .vercel entry. The filesystem root itself is not
 // checked, as in the TypeScript SDK.
-func findProjectRoot(sys System) (string, error) {
-	dir, err := sys.getwd()
+func findProjectRoot(sys host.System) (string, error) {
+	dir, err := sys.Wd()
 	if err != nil {
-		return "", &msgError{msg: "cannot find the linked project", sentinel: ErrProjectNotLinked, cause: err}
+		return "", &cliError{msg: "cannot find the linked project", sentinel: ErrProjectNotLinked, cause: err}
 	}
 	for {
 		parent := filepath.Dir(dir)
 		if parent == dir {
 			break
 		}
-		if _, err := sys.fs().Stat(filepath.Join(dir, ".vercel")); err == nil {
+		if _, err := sys.Files().Stat(filepath.Join(dir, ".vercel")); err == nil {
 			return dir, nil
 		}
 		dir = parent
 	}
-	return "", &msgError{
+	return "", &cliError{
 		msg:      "Unable to find project root directory. Have you linked your project with `vc link?`",
 		sentinel: ErrProjectNotLinked,
 	}
 }
 
 // readProjectLink reads .vercel/project.json of the linked project.
-func readProjectLink(sys System) (projectLink, error) {
+func readProjectLink(sys host.System) (projectLink, error) {
 	root, err := findProjectRoot(sys)
 	if err != nil {
 		return projectLink{}, err
 	}
-	data, err := sys.fs().ReadFile(filepath.Join(root, ".vercel", "project.json"))
+	data, err := sys.Files().ReadFile(filepath.Join(root, ".vercel", "project.json"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return projectLink{}, &msgError{
+		return projectLink{}, &cliError{
 			msg:      "project.json not found, have you linked your project with `vc link?`",
 			sentinel: ErrProjectNotLinked,
 		}
 	}
 	if err != nil {
-		return projectLink{}, &msgError{msg: "cannot read .vercel/project.json", sentinel: ErrProjectNotLinked, cause: err}
+		return projectLink{}, &cliError{msg: "cannot read .vercel/project.json", sentinel: ErrProjectNotLinked, cause: err}
 	}
 	var raw map[string]any
 	if json.Unmarshal(data, &raw) != nil {
-		return projectLink{}, &msgError{msg: "cannot parse .vercel/project.json; try running `vc link` to re-link your project", sentinel: ErrProjectNotLinked}
+		return projectLink{}, &cliError{msg: "cannot parse .vercel/project.json; try running `vc link` to re-link your project", sentinel: ErrProjectNotLinked}
 	}
 	p, pok := raw["projectId"].(string)
 	o, ook := raw["orgId"].(string)
 	if !pok && !ook {
-		return projectLink{}, &msgError{
+		return projectLink{}, &cliError{
 			msg:      "Expected a string-valued projectId property. Try running `vc link` to re-link your project.",
 			sentinel: ErrProjectNotLinked,
 		}
@@ -71,33 +74,24 @@ func readProjectLink(sys System) (projectLink, error) {
 // resolveTarget decides which project and team to mint a token for:
 // explicit values first, then the ones passed by the provider (from the
 // current token's claims), then .vercel/project.json.
-func resolveTarget(sys System, explicitProject, explicitTeam, project, team string) (string, string, error) {
-	project = firstNonEmpty(explicitProject, project)
-	team = firstNonEmpty(explicitTeam, team)
+func resolveTarget(sys host.System, explicitProject, explicitTeam, project, team string) (string, string, error) {
+	project = cmp.Or(explicitProject, project)
+	team = cmp.Or(explicitTeam, team)
 	if project == "" || team == "" {
 		link, err := readProjectLink(sys)
 		if err != nil && project == "" {
 			return "", "", err
 		}
-		project = firstNonEmpty(project, link.ProjectID)
-		team = firstNonEmpty(team, link.OrgID)
+		project = cmp.Or(project, link.ProjectID)
+		team = cmp.Or(team, link.OrgID)
 	}
 	if project == "" {
-		return "", "", &msgError{
+		return "", "", &cliError{
 			msg:      "Failed to refresh OIDC token: No project specified. Try re-linking your project with `vc link`",
 			sentinel: ErrProjectNotLinked,
 		}
 	}
 	return project, team, nil
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // validID reports whether id matches ^[A-Za-z0-9][A-Za-z0-9._-]*$, so that

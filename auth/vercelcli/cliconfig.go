@@ -1,4 +1,4 @@
-package auth
+package vercelcli
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
 // ConfigDirs lists, best first, the directories where the Vercel CLI may
@@ -97,28 +99,28 @@ func ConfigDirs(lookupEnv func(string) (string, bool), goos, home string) []stri
 // userDataDir is the base of the OIDC token cache: XDG_DATA_HOME, else
 // ~/Library/Application Support on darwin, %LOCALAPPDATA% on windows,
 // ~/.local/share elsewhere. It is "" when it cannot be determined.
-func userDataDir(sys System) string {
-	if d := sys.env("XDG_DATA_HOME"); d != "" {
+func userDataDir(sys host.System) string {
+	if d := sys.Env("XDG_DATA_HOME"); d != "" {
 		return d
 	}
-	if sys.goos() == "windows" {
-		return sys.env("LOCALAPPDATA")
+	if sys.OS() == "windows" {
+		return sys.Env("LOCALAPPDATA")
 	}
-	home := sys.home()
+	home := sys.Home()
 	if home == "" {
 		return ""
 	}
-	if sys.goos() == "darwin" {
+	if sys.OS() == "darwin" {
 		return filepath.Join(home, "Library", "Application Support")
 	}
 	return filepath.Join(home, ".local", "share")
 }
 
 // cliConfigDir returns the first existing entry of ConfigDirs, or the first.
-func cliConfigDir(sys System) string {
-	dirs := ConfigDirs(sys.lookup, sys.goos(), sys.home())
+func cliConfigDir(sys host.System) string {
+	dirs := ConfigDirs(sys.Lookup, sys.OS(), sys.Home())
 	for _, d := range dirs {
-		if fi, err := sys.fs().Stat(d); err == nil && fi.IsDir() {
+		if fi, err := sys.Files().Stat(d); err == nil && fi.IsDir() {
 			return d
 		}
 	}
@@ -137,18 +139,18 @@ type cliAuth struct {
 }
 
 // readCLIAuth reads dir/auth.json. A missing file gives a zero cliAuth.
-func readCLIAuth(sys System, dir string) (cliAuth, string, error) {
+func readCLIAuth(sys host.System, dir string) (cliAuth, string, error) {
 	p := filepath.Join(dir, "auth.json")
 	var a cliAuth
-	data, err := sys.fs().ReadFile(p)
+	data, err := sys.Files().ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return a, p, nil
 	}
 	if err != nil {
-		return a, p, &msgError{msg: "cannot read the Vercel CLI login", cause: err}
+		return a, p, &cliError{msg: "cannot read the Vercel CLI login", cause: err}
 	}
 	if err := json.Unmarshal(data, &a); err != nil {
-		return cliAuth{}, p, &msgError{msg: "cannot parse the Vercel CLI login " + p}
+		return cliAuth{}, p, &cliError{msg: "cannot parse the Vercel CLI login " + p}
 	}
 	return a, p, nil
 }
@@ -157,7 +159,7 @@ func readCLIAuth(sys System, dir string) (cliAuth, string, error) {
 // least buffer more. It never refreshes or rewrites the file.
 func cliToken(a cliAuth, p string, now time.Time, buffer time.Duration) (string, error) {
 	if a.Token == "" {
-		return "", &msgError{msg: "no Vercel CLI login in " + p + "; run `vercel login`", sentinel: ErrCLILoginRequired}
+		return "", &cliError{msg: "no Vercel CLI login in " + p + "; run `vercel login`", sentinel: ErrCLILoginRequired}
 	}
 	if a.ExpiresAt != nil {
 		exp := time.Unix(int64(*a.ExpiresAt), 0)
@@ -166,7 +168,7 @@ func cliToken(a cliAuth, p string, now time.Time, buffer time.Duration) (string,
 			if a.RefreshToken != "" {
 				hint += " or any vercel command (such as `vercel whoami`) to renew it"
 			}
-			return "", &msgError{msg: hint, sentinel: ErrCLILoginRequired}
+			return "", &cliError{msg: hint, sentinel: ErrCLILoginRequired}
 		}
 	}
 	return a.Token, nil
@@ -174,11 +176,11 @@ func cliToken(a cliAuth, p string, now time.Time, buffer time.Duration) (string,
 
 // credStorage returns where the CLI keeps its login: VERCEL_TOKEN_STORAGE,
 // else credStorage in config.json; "" when unknown.
-func credStorage(sys System, dir string) string {
-	if v := sys.env("VERCEL_TOKEN_STORAGE"); v != "" {
+func credStorage(sys host.System, dir string) string {
+	if v := sys.Env("VERCEL_TOKEN_STORAGE"); v != "" {
 		return strings.ToLower(v)
 	}
-	data, err := sys.fs().ReadFile(filepath.Join(dir, "config.json"))
+	data, err := sys.Files().ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return ""
 	}

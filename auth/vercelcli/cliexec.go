@@ -1,4 +1,4 @@
-package auth
+package vercelcli
 
 import (
 	"bytes"
@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
-// ExecFunc runs a program and returns what it wrote to standard output.
-type ExecFunc func(ctx context.Context, name string, args ...string) (stdout []byte, err error)
+// execFunc runs a program and returns what it wrote to standard output.
+type execFunc func(ctx context.Context, name string, args ...string) (stdout []byte, err error)
 
 // CLIExecRefresher gets OIDC tokens from the Vercel CLI by running
 //
@@ -28,15 +30,14 @@ type CLIExecRefresher struct {
 	// the first directory at or above the working directory that has it,
 	// else "vercel" found on PATH.
 	Command string
-	// Exec runs the command. Default: os/exec, with ctx ending the process.
-	Exec ExecFunc
-	// System supplies the working directory, files and environment.
-	System System
+
+	exec execFunc    // runs the command; nil: os/exec, with ctx ending the process
+	sys  host.System // working directory, files and environment; zero: the real ones
 }
 
 // Refresh runs the vercel command and returns the token it prints.
 func (r *CLIExecRefresher) Refresh(ctx context.Context, projectID, teamID string) (string, error) {
-	project, team, err := resolveTarget(r.System, "", "", projectID, teamID)
+	project, team, err := resolveTarget(r.sys, "", "", projectID, teamID)
 	if err != nil {
 		return "", err
 	}
@@ -54,7 +55,7 @@ func (r *CLIExecRefresher) run(ctx context.Context, project, team string) (strin
 	if team != "" {
 		args = append(args, "--scope", team)
 	}
-	run := r.Exec
+	run := r.exec
 	if run == nil {
 		run = runCommand
 	}
@@ -81,16 +82,16 @@ func (r *CLIExecRefresher) command() string {
 		return r.Command
 	}
 	name := "vercel"
-	if r.System.goos() == "windows" {
+	if r.sys.OS() == "windows" {
 		name = "vercel.cmd"
 	}
-	dir, err := r.System.getwd()
+	dir, err := r.sys.Wd()
 	if err != nil {
 		return "vercel"
 	}
 	for {
 		p := filepath.Join(dir, "node_modules", ".bin", name)
-		if fi, err := r.System.fs().Stat(p); err == nil && !fi.IsDir() {
+		if fi, err := r.sys.Files().Stat(p); err == nil && !fi.IsDir() {
 			return p
 		}
 		parent := filepath.Dir(dir)
@@ -101,7 +102,7 @@ func (r *CLIExecRefresher) command() string {
 	}
 }
 
-// runCommand is the default ExecFunc. Standard error is reported in the
+// runCommand is the default execFunc. Standard error is reported in the
 // error, shortened; standard output (which holds the token) never is.
 func runCommand(ctx context.Context, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)

@@ -1,6 +1,7 @@
-package auth
+package vercelcli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,7 +24,7 @@ const cliClientID = "cl_HYyOPBNtFMfHhaUn9L4QPfTZz6TP47bp"
 // saves both into auth.json. On any failure auth.json is left as it was.
 func (r *LinkedProjectRefresher) renewCLILogin(ctx context.Context, a cliAuth, path string, now time.Time) (string, error) {
 	fail := func(err error) (string, error) {
-		return "", &msgError{msg: "Failed to refresh authentication token", sentinel: ErrCLILoginRequired, cause: err}
+		return "", &cliError{msg: "Failed to refresh authentication token", sentinel: ErrCLILoginRequired, cause: err}
 	}
 	endpoint, err := r.tokenEndpoint(ctx)
 	if err != nil {
@@ -77,7 +78,7 @@ func (r *LinkedProjectRefresher) renewCLILogin(ctx context.Context, a cliAuth, p
 
 // tokenEndpoint reads token_endpoint from the discovery document.
 func (r *LinkedProjectRefresher) tokenEndpoint(ctx context.Context) (string, error) {
-	issuer := strings.TrimRight(firstNonEmpty(r.IssuerURL, DefaultIssuerURL), "/")
+	issuer := strings.TrimRight(cmp.Or(r.IssuerURL, DefaultIssuerURL), "/")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, issuer+"/.well-known/openid-configuration", nil)
 	if err != nil {
 		return "", err
@@ -120,7 +121,7 @@ func (r *LinkedProjectRefresher) do(req *http.Request) ([]byte, int, error) {
 // saveCLILogin rewrites auth.json with the new login, keeping every other
 // field, atomically and with mode 0600.
 func (r *LinkedProjectRefresher) saveCLILogin(path, token, refresh string, expiresAt int64) error {
-	fsys := r.System.fs()
+	fsys := r.sys.Files()
 	fields := map[string]json.RawMessage{}
 	if data, err := fsys.ReadFile(path); err == nil {
 		if err := json.Unmarshal(data, &fields); err != nil {

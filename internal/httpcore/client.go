@@ -1,0 +1,161 @@
+// Package httpcore is the HTTP engine under every API call: URL building,
+// credentials, the user agent, middleware, retries through
+// go-retryablehttp, and the translation of answers into typed errors.
+package httpcore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/auth"
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+)
+
+// Version is the library version sent in the user agent.
+const Version = "0.1.0"
+
+// RoundTripFunc is one step of a middleware chain.
+type RoundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip implements http.RoundTripper.
+func (f RoundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Middleware wraps every attempt of every request. It must call next at
+// most once per invocation and return its answer or an error.
+type Middleware func(req *http.Request, next RoundTripFunc) (*http.Response, error)
+
+// Config configures a Client.
+type Config struct {
+	BaseURL        string
+	Provider       auth.Provider
+	Transport      http.RoundTripper // nil: a clone of http.DefaultTransport keeping up to 100 idle connections
+	TeamID         string            // overrides the provider's team
+	ProjectID      string            // overrides the provider's project
+	Retry          RetryPolicy
+	Logger         *slog.Logger // nil: discard
+	UserAgent      string       // suffix appended to the library's user agent
+	Middleware     []Middleware
+	RequestTimeout time.Duration // bounds a non-streaming call, retries and reading the answer included; 0: none
+}
+
+// Client sends API calls. It is safe for concurrent use.
+type Client struct {
+	base      *url.URL
+	provider  auth.Provider
+	transport http.RoundTripper // the middleware chain over the user's transport
+	teamID    string
+	projectID string
+	retry     RetryPolicy
+	log       *slog.Logger
+	ua        string
+	timeout   time.Duration
+}
+
+// New validates cfg and returns a Client.
+func New(cfg Config) (*Client, error) {
+	if cfg.BaseURL == "" {
+		return nil, apierr.Invalid("BaseURL", "must not be empty")
+	}
+	u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	if err != nil {
+		return nil, apierr.Invalid("BaseURL", "%v", err)
+	}
+	if u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, apierr.Invalid("BaseURL", "must be an absolute http(s) URL, got scheme %q", u.Scheme)
+	}
+	if u.Scheme == "http" && !IsLoopback(u.Hostname()) {
+		return nil, apierr.Invalid("BaseURL", "plain http is only allowed to a loopback address; credentials would travel in clear text to %s", u.Host)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, apierr.Invalid("BaseURL", "must not carry user info, a query or a fragment")
+	}
+	if cfg.Provider == nil {
+		return nil, apierr.Invalid("Credentials", "no credentials provider")
+	}
+	if cfg.RequestTimeout < 0 {
+		return nil, apierr.Invalid("RequestTimeout", "must not be negative")
+	}
+	rp := cfg.Retry.withDefaults()
+	if rp.BaseDelay > rp.MaxDelay {
+		return nil, apierr.Invalid("RetryPolicy.BaseDelay", "greater than MaxDelay")
+	}
+	base := cfg.Transport
+	if base == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// Every call goes to one host; the default of 2 idle connections
+		// per host would make concurrent callers open and drop
+		// connections all the time.
+		t.MaxIdleConnsPerHost = 100
+		base = t
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{
+		base:      u,
+		provider:  cfg.Provider,
+		teamID:    cfg.TeamID,
+		projectID: cfg.ProjectID,
+		retry:     rp,
+		log:       log,
+		timeout:   cfg.RequestTimeout,
+	}
+	c.ua = fmt.Sprintf("vercel-sandbox-go/%s (Go/%s; %s/%s)", Version, strings.TrimPrefix(runtime.Version(), "go"), runtime.GOOS, runtime.GOARCH)
+	if s := strings.TrimSpace(cfg.UserAgent); s != "" {
+		c.ua += " " + s
+	}
+	var rt http.RoundTripper = base
+	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
+		mw, next := cfg.Middleware[i], rt
+		rt = RoundTripFunc(func(r *http.Request) (*http.Response, error) { return mw(r, next.RoundTrip) })
+	}
+	c.transport = rt
+	return c, nil
+}
+
+// httpClient returns an *http.Client for one call: it carries credentials,
+// user agent and middleware, without retries, and records in sent the
+// tokens it sends. It never follows redirects: the API never redirects,
+// and following one could carry the token to another host.
+func (c *Client) httpClient(sent *sentTokens) *http.Client {
+	return &http.Client{
+		Transport:     &authTransport{c: c, next: c.transport, sent: sent},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// IsLoopback reports whether host names the local machine.
+func IsLoopback(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// Logger returns the client's logger.
+func (c *Client) Logger() *slog.Logger { return c.log }
+
+// Scope returns the team and project the calls act for.
+func (c *Client) Scope(ctx context.Context) (team, project string, err error) {
+	cr, err := c.provider.Credentials(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	team, project = cr.TeamID, cr.ProjectID
+	if c.teamID != "" {
+		team = c.teamID
+	}
+	if c.projectID != "" {
+		project = c.projectID
+	}
+	return team, project, nil
+}

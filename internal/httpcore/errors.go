@@ -1,0 +1,113 @@
+package httpcore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
+)
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 64 << 10
+
+// statusFailure turns a non-2xx answer into an error: an *apierr.Error, or
+// for an unsafe call answered with 5xx, an OutcomeUnknownError around it.
+// Any of secrets (the tokens the call sent) found in the answer is redacted.
+func statusFailure(call *Call, resp *http.Response, attempts int, secrets []string) error {
+	apiErr := apiError(call, resp, attempts, secrets)
+	if call.Safety == Unsafe && resp.StatusCode >= 500 {
+		return outcomeUnknown(call, apiErr)
+	}
+	return apiErr
+}
+
+func apiError(call *Call, resp *http.Response, attempts int, secrets []string) error {
+	hide := redact.NewSet(secrets...)
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	data = hide.Bytes(data)
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	e := &apierr.Error{
+		StatusCode:  resp.StatusCode,
+		RequestID:   hide.String(resp.Header.Get("X-Vercel-Id")),
+		Method:      call.Method,
+		Path:        call.Path,
+		SandboxName: call.SandboxName,
+		SessionID:   call.SessionID,
+		Attempts:    attempts,
+	}
+	if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		e.RetryAfter = ra
+	}
+	var body wire.ErrorBody
+	if err := json.Unmarshal(data, &body); err == nil && (body.Error.Code != "" || body.Error.Message != "") {
+		// Decoding may have unescaped a token that the raw body hid.
+		e.Code, e.Message = hide.String(body.Error.Code), hide.String(body.Error.Message)
+	} else {
+		e.Message = excerpt(data)
+	}
+	return e
+}
+
+// excerpt returns the start of data as valid UTF-8, for an error message.
+func excerpt(data []byte) string {
+	const n = 512
+	s := strings.ToValidUTF8(string(bytes.TrimSpace(data)), "\uFFFD")
+	if len(s) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// outcomeUnknown says that the call may or may not have been acted on.
+func outcomeUnknown(call *Call, err error) error {
+	op := call.Op
+	if op == "" {
+		op = call.Method + " " + call.Path
+	}
+	return &apierr.OutcomeUnknownError{Op: op, Method: call.Method, Path: call.Path,
+		SandboxName: call.SandboxName, SessionID: call.SessionID, Err: unwrapURLError(err)}
+}
+
+// transportFailure is the error of a call whose only attempt failed
+// without an answer.
+func transportFailure(call *Call, err error) error {
+	if call.Safety == Unsafe && mayHaveActed(nil, err) {
+		return outcomeUnknown(call, err)
+	}
+	return unwrapURLError(err)
+}
+
+// unwrapURLError drops the *url.Error layer, whose message repeats the
+// full URL, and keeps the cause.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("vercel sandbox: %s %s: %w", ue.Op, redactURL(ue.URL), ue.Err)
+	}
+	return err
+}
+
+// redactURL drops the query and user info of a URL.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	u.RawQuery = ""
+	u.User = nil
+	return u.String()
+}

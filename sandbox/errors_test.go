@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -117,7 +118,7 @@ func TestRunOutcomeUnknownIsNotResent(t *testing.T) {
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "unsafe"})
 	require.NoError(t, err)
 
-	res, err := sb.Run(t.Context(), sandbox.Command("echo", "once"))
+	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"once"}})
 	assert.Nil(t, res)
 	require.ErrorIs(t, err, sandbox.ErrUnknownResult)
 	var ou *sandbox.OutcomeUnknownError
@@ -134,7 +135,7 @@ func TestRunOutcomeUnknownIsNotResent(t *testing.T) {
 	assert.Zero(t, e.srv.CommandCount(), "nothing ran")
 
 	// Start is just as careful.
-	_, err = sb.Start(t.Context(), sandbox.Command("echo"))
+	_, err = sb.Start(t.Context(), &command.Cmd{Name: "echo"})
 	require.NoError(t, err, "the proxy fails only the first command")
 	assert.Equal(t, 2, n.get("cmd"))
 	assert.Equal(t, 1, e.srv.CommandCount())

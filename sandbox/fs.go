@@ -15,6 +15,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/bodypipe"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
@@ -36,29 +37,36 @@ func (s *Sandbox) WriteFiles(ctx context.Context, entries []files.Entry, opts ..
 	// Fast compression unless the caller chose: the default level costs
 	// four times the CPU for a few percent, and nothing on random data.
 	opts = append([]files.Option{files.WithLevel(gzip.BestSpeed)}, opts...)
+	replayable := true
+	for _, e := range entries {
+		replayable = replayable && e.Replayable()
+	}
 	upload := func(sid string) error {
 		cwd := s.Cwd()
 		if !strings.HasPrefix(cwd, "/") {
 			return fmt.Errorf("vercel sandbox: session %s reports a working directory that is not absolute (%q)", sid, cwd)
 		}
-		if err := files.Validate(cwd, entries); err != nil {
+		if err := files.Validate(cwd, entries, opts...); err != nil {
 			return err
 		}
 		call := &httpcore.Call{Method: "POST", Path: sessionPath(sid) + "/fs/write", ContentType: wire.ContentGzip,
 			Header: map[string][]string{"X-Cwd": {"/"}}, Op: "write files", SandboxName: s.name, SessionID: sid, Stream: true}
-		if files.Replayable(entries) {
-			call.Body = func() (io.ReadCloser, error) { return files.NewTarGzReader(ctx, cwd, entries, opts...) }
+		// The archive is written while it is sent.
+		body := func() io.ReadCloser {
+			return bodypipe.New(ctx, func(ctx context.Context, w io.Writer) error {
+				return files.WriteTarGz(ctx, w, cwd, entries, opts...)
+			})
+		}
+		if replayable {
+			call.Body = func() (io.ReadCloser, error) { return body(), nil }
 		} else {
-			body, err := files.NewTarGzReader(ctx, cwd, entries, opts...)
-			if err != nil {
-				return err
-			}
-			defer body.Close()
-			call.OneShot = body
+			b := body()
+			defer b.Close()
+			call.OneShot = b
 		}
 		return s.c.core.JSON(ctx, call, nil)
 	}
-	if files.Replayable(entries) {
+	if replayable {
 		return s.withSession(ctx, upload)
 	}
 	// A one-shot body cannot be replayed after a 410, so resume first if

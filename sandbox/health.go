@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
 )
 
 // DefaultHealthTimeout bounds a health probe.
@@ -123,13 +124,10 @@ func (c *Client) probeOnce(ctx context.Context, sid, name string, cmd *command.C
 	}
 	// A probe command is harmless to repeat, but it is sent once like any
 	// command: a probe that cannot tell is unhealthy.
-	sb := &Sandbox{c: c, name: name}
-	sb.session.ID = sid
-	sb.session.Status = StatusRunning
-	noResume := *c
-	noResume.autoResume = false
-	sb.c = &noResume
-	res, err := sb.Run(ctx, cmd)
+	// The probe runs on the session found, never resuming it.
+	cn := &conn.Conn{Core: c.core, SandboxName: name,
+		WithSession: func(_ context.Context, fn func(string) error) error { return fn(sid) }}
+	res, err := command.Run(ctx, cn, cmd)
 	if err != nil {
 		var ee *command.ExitError
 		if errors.As(err, &ee) {

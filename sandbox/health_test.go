@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -94,7 +95,7 @@ func TestHealthFailingProbeCommand(t *testing.T) {
 	e := newEnv(t)
 	e.handle("check", sandboxtest.Reply{Stderr: "db down\n", ExitCode: 2})
 	sb := e.create("failing")
-	h, err := sb.Health(t.Context(), sandbox.HealthOptions{Command: sandbox.Command("check")})
+	h, err := sb.Health(t.Context(), sandbox.HealthOptions{Command: &command.Cmd{Name: "check"}})
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Unhealthy, h.State)
 	assert.Contains(t, h.Reason, "exited with code 2")

@@ -9,25 +9,16 @@ import (
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
 func sandboxPath(name string) string { return "/v2/sandboxes/" + url.PathEscape(name) }
 
-func sessionPath(sid string) string { return "/v2/sandboxes/sessions/" + sid }
+func sessionPath(sid string) string { return conn.SessionPath(sid) }
 
-func validateID(field, id string) error {
-	if id == "" {
-		return apierr.Invalid(field, "empty")
-	}
-	for _, r := range id {
-		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return apierr.Invalid(field, "%q is not a valid id", id)
-		}
-	}
-	return nil
-}
+func validateID(field, id string) error { return conn.ValidateID(field, id) }
 
 func projectQuery(key, project string) url.Values {
 	q := url.Values{}
@@ -426,7 +417,7 @@ func (c *Client) extend(ctx context.Context, sessionID, name string, d time.Dura
 	}
 	var out wire.SessionResponse
 	err := c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sessionID) + "/extend-timeout",
-		JSON: wire.ExtendRequest{Duration: durMs(d)}, Safety: httpcore.Unsafe, Op: "extend timeout",
+		JSON: wire.ExtendRequest{Duration: wire.Millis(d)}, Safety: httpcore.Unsafe, Op: "extend timeout",
 		SandboxName: name, SessionID: sessionID}, &out)
 	if err != nil {
 		return Session{}, err
@@ -476,7 +467,7 @@ func (c *Client) snapshot(ctx context.Context, sessionID, name string, p Snapsho
 		if *p.Expiration < 0 {
 			return Snapshot{}, nil, apierr.Invalid("Expiration", "negative duration %s", *p.Expiration)
 		}
-		call.JSON = wire.SnapshotRequest{Expiration: ptr(durMs(*p.Expiration))}
+		call.JSON = wire.SnapshotRequest{Expiration: ptr(wire.Millis(*p.Expiration))}
 	}
 	var out wire.SnapshotResponse
 	if err := c.core.JSON(ctx, call, &out); err != nil {

@@ -248,7 +248,7 @@ func keepToWire(k *KeepLastSnapshots) *wire.KeepLastSnapshots {
 	}
 	w := &wire.KeepLastSnapshots{Count: k.Count, DeleteEvicted: k.DeleteEvicted}
 	if k.Expiration != nil {
-		w.Expiration = ptr(durMs(*k.Expiration))
+		w.Expiration = ptr(wire.Millis(*k.Expiration))
 	}
 	return w
 }
@@ -284,13 +284,13 @@ func (p *CreateParams) toWire(project string) (*wire.CreateRequest, error) {
 		w.Source = &src
 	}
 	if p.Timeout > 0 {
-		w.Timeout = ptr(durMs(p.Timeout))
+		w.Timeout = ptr(wire.Millis(p.Timeout))
 	}
 	if p.VCPUs > 0 {
 		w.Resources = &wire.Resources{VCPUs: p.VCPUs}
 	}
 	if p.SnapshotExpiration != nil {
-		w.SnapshotExpiration = ptr(durMs(*p.SnapshotExpiration))
+		w.SnapshotExpiration = ptr(wire.Millis(*p.SnapshotExpiration))
 	}
 	return w, nil
 }
@@ -338,7 +338,7 @@ func (p *ForkParams) toWire() (map[string]any, error) {
 		set("resources", wire.Resources{VCPUs: p.VCPUs})
 	}
 	if p.Timeout > 0 {
-		set("timeout", durMs(p.Timeout))
+		set("timeout", wire.Millis(p.Timeout))
 	}
 	if p.Ports != nil {
 		set("ports", p.Ports)
@@ -366,7 +366,7 @@ func (p *ForkParams) toWire() (map[string]any, error) {
 		set("failoverRegions", p.FailoverRegions)
 	}
 	if p.SnapshotExpiration != nil {
-		set("snapshotExpiration", durMs(*p.SnapshotExpiration))
+		set("snapshotExpiration", wire.Millis(*p.SnapshotExpiration))
 	}
 	if p.KeepLastSnapshots != nil {
 		set("keepLastSnapshots", keepToWire(p.KeepLastSnapshots))
@@ -422,7 +422,7 @@ func (p *UpdateParams) toWire() (map[string]any, error) {
 		o["resources"] = wire.Resources{VCPUs: p.VCPUs, Memory: ptr(p.VCPUs * 2048)}
 	}
 	if p.Timeout > 0 {
-		o["timeout"] = durMs(p.Timeout)
+		o["timeout"] = wire.Millis(p.Timeout)
 	}
 	if p.NetworkPolicy != nil {
 		np, err := encodePolicy(p.NetworkPolicy)
@@ -438,7 +438,7 @@ func (p *UpdateParams) toWire() (map[string]any, error) {
 		o["ports"] = p.Ports
 	}
 	if p.SnapshotExpiration != nil {
-		o["snapshotExpiration"] = durMs(*p.SnapshotExpiration)
+		o["snapshotExpiration"] = wire.Millis(*p.SnapshotExpiration)
 	}
 	if p.KeepLastSnapshots != nil {
 		o["keepLastSnapshots"] = keepToWire(p.KeepLastSnapshots)

@@ -26,13 +26,13 @@ func ExamplePolicy_Check() {
 		Packages: []policy.Package{policy.NPM("eslint"), policy.NPM("typescript", "tsc")},
 	}
 	for _, c := range []*command.Cmd{
-		sandbox.Command("go", "test", "-race", "./..."),
-		sandbox.Command("npx", "--yes", "eslint@9", "src"),
-		sandbox.Command("npx", "-p", "typescript", "tsc", "--noEmit"),
-		sandbox.Command("npx", "evil-pkg"),
-		sandbox.Command("sh", "-c", "go vet ./... && curl https://example.com"),
-		sandbox.Command("go", "vet", "../../etc"),
-		sandbox.Command("cat", "/etc/passwd"),
+		&command.Cmd{Name: "go", Args: []string{"test", "-race", "./..."}},
+		&command.Cmd{Name: "npx", Args: []string{"--yes", "eslint@9", "src"}},
+		&command.Cmd{Name: "npx", Args: []string{"-p", "typescript", "tsc", "--noEmit"}},
+		&command.Cmd{Name: "npx", Args: []string{"evil-pkg"}},
+		&command.Cmd{Name: "sh", Args: []string{"-c", "go vet ./... && curl https://example.com"}},
+		&command.Cmd{Name: "go", Args: []string{"vet", "../../etc"}},
+		&command.Cmd{Name: "cat", Args: []string{"/etc/passwd"}},
 	} {
 		err := p.Check(c)
 		var denied *policy.DeniedError
@@ -122,9 +122,9 @@ func ExampleRunner() {
 		log.Fatal(err)
 	}
 	for _, c := range []*command.Cmd{
-		sandbox.Command("go", "vet", "./..."),
-		sandbox.Command("go", "test", "-run", "TestLogin", "./..."),
-		sandbox.Command("curl", "-u", "admin:hunter2", "https://example.com"),
+		&command.Cmd{Name: "go", Args: []string{"vet", "./..."}},
+		&command.Cmd{Name: "go", Args: []string{"test", "-run", "TestLogin", "./..."}},
+		&command.Cmd{Name: "curl", Args: []string{"-u", "admin:hunter2", "https://example.com"}},
 	} {
 		res, err := r.Run(ctx, c)
 		var denied *policy.DeniedError

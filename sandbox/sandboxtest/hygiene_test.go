@@ -173,7 +173,7 @@ func TestLiveGoroutines(t *testing.T) {
 	sb, err := c.Create(ctx, sandbox.CreateParams{})
 	require.NoError(t, err)
 	assert.Zero(t, srv2.LiveGoroutines(), "nothing runs between requests")
-	h, err := sb.Start(ctx, sandbox.Command("sleep", "60"))
+	h, err := sb.Start(ctx, &command.Cmd{Name: "sleep", Args: []string{"60"}})
 	require.NoError(t, err)
 	assert.Equal(t, 1, srv2.LiveGoroutines(), "one watcher for the running command")
 
@@ -190,7 +190,7 @@ func TestLiveGoroutines(t *testing.T) {
 	require.Eventually(t, func() bool { return srv2.LiveGoroutines() == 0 }, 5*time.Second, 5*time.Millisecond)
 
 	// Close ends everything, including a command still running.
-	_, err = sb.Start(ctx, sandbox.Command("sleep", "60"))
+	_, err = sb.Start(ctx, &command.Cmd{Name: "sleep", Args: []string{"60"}})
 	require.NoError(t, err)
 	require.Equal(t, 1, srv2.LiveGoroutines())
 	assert.Empty(t, rec.finish()) // closes srv2

@@ -47,7 +47,7 @@ func ExampleRunner() {
 		Sandbox: sandbox.CreateParams{Runtime: "node24", VCPUs: 4, Timeout: 10 * time.Minute},
 		Timeout: 10 * time.Minute,
 		Setup: []workload.Step{
-			workload.CommandStep("install", sandbox.Command("npm", "install", "left-pad")),
+			workload.CommandStep("install", &command.Cmd{Name: "npm", Args: []string{"install", "left-pad"}}),
 			workload.WriteFilesStep("write script", files.FromString("main.mjs", `console.log("hello")`)),
 		},
 		Name: "script",
@@ -104,10 +104,10 @@ func ExampleTask() {
 	task := workload.NewTask(sb, workload.TaskOptions{
 		Deadline: time.Now().Add(300 * time.Millisecond),
 	})
-	_, err = task.Run(ctx, sandbox.Command("agent"))
+	_, err = task.Run(ctx, &command.Cmd{Name: "agent"})
 	fmt.Println(workload.CodeOf(err))
 	// The deadline passed: no later step runs.
-	_, err = task.Run(ctx, sandbox.Command("node", "cleanup.mjs"))
+	_, err = task.Run(ctx, &command.Cmd{Name: "node", Args: []string{"cleanup.mjs"}})
 	fmt.Println(workload.CodeOf(err), errors.Is(err, workload.ErrTimeout))
 	// Output:
 	// SANDBOX_TIMEOUT

@@ -30,12 +30,12 @@ func TestRunnerSuccess(t *testing.T) {
 	rep, err := r.Run(context.Background(), workload.Job{
 		Sandbox: sandbox.CreateParams{Runtime: "node24", VCPUs: 4, Timeout: 10 * time.Minute},
 		Setup: []workload.Step{
-			workload.CommandStep("npm install", sandbox.Command("npm", "install", "left-pad")),
+			workload.CommandStep("npm install", &command.Cmd{Name: "npm", Args: []string{"install", "left-pad"}}),
 			workload.WriteFilesStep("write agent", files.FromString("agent.mjs", "console.log(1)")),
 		},
 		Name: "agent",
 		Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error) {
-			b, err := sb.Output(ctx, sandbox.Command("node", "agent.mjs"))
+			b, err := sb.Output(ctx, &command.Cmd{Name: "node", Args: []string{"agent.mjs"}})
 			out = string(b)
 			return &workload.Usage{InputTokens: 10, OutputTokens: 5}, err
 		},
@@ -66,7 +66,7 @@ func TestRunnerFailuresStopTheSandbox(t *testing.T) {
 	}{
 		{
 			name:   "setup command fails",
-			setup:  []workload.Step{workload.CommandStep("npm install", sandbox.Command("npm", "install"))},
+			setup:  []workload.Step{workload.CommandStep("npm install", &command.Cmd{Name: "npm", Args: []string{"install"}})},
 			code:   workload.CodeSetupFailed,
 			phases: []string{"create=ok", "setup:npm install=SANDBOX_SETUP_FAILED", "stop=ok"},
 		},

@@ -141,7 +141,7 @@ func TestRunOutcomeUnknownIsNotResent(t *testing.T) {
 	assert.Equal(t, 1, e.srv.CommandCount())
 }
 
-func TestCreateOutcomeUnknownIsNotResent(t *testing.T) {
+func TestCreateOutcomeUnknownFindsTheSandbox(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var n counter
@@ -154,19 +154,36 @@ func TestCreateOutcomeUnknownIsNotResent(t *testing.T) {
 			return
 		}
 		next.ServeHTTP(w, r)
-	})
+	}, sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: time.Millisecond}))
+	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "lost"})
+	require.NoError(t, err, "the lookup finds what the lost create made")
+	assert.Equal(t, "lost", sb.Name())
+	assert.Equal(t, sandbox.StatusRunning, sb.Session().Status)
+	assert.Equal(t, 1, n.get("create"), "the create was not sent twice")
+	assert.Len(t, e.srv.Sandboxes(), 1, "never two sandboxes")
+}
+
+func TestCreateOutcomeStaysUnknown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var n counter
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.Method == http.MethodPost {
+			n.inc("create")
+			writeAPIError(w, http.StatusBadGateway, "bad_gateway", "lost")
+			return
+		}
+		if r.Method == http.MethodGet {
+			writeAPIError(w, http.StatusForbidden, "forbidden", "no lookups")
+			return
+		}
+		next.ServeHTTP(w, r)
+	}, sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: time.Millisecond}))
 	_, err := c.Create(t.Context(), sandbox.CreateParams{Name: "lost"})
 	var ou *sandbox.OutcomeUnknownError
-	require.ErrorAs(t, err, &ou)
+	require.ErrorAs(t, err, &ou, "what may have been created is said, with its name")
 	assert.Equal(t, "lost", ou.SandboxName)
-	assert.Equal(t, 1, n.get("create"))
-	assert.Len(t, e.srv.Sandboxes(), 1)
-
-	// Recovery: the caller looks for it by name.
-	sb, err := c.GetOrCreate(t.Context(), sandbox.CreateParams{Name: "lost"})
-	require.NoError(t, err)
-	assert.Equal(t, sandbox.StatusRunning, sb.Session().Status)
-	assert.Len(t, e.srv.Sandboxes(), 1)
+	assert.Equal(t, 1, n.get("create"), "no create is resent before the name was looked up")
 }
 
 type discardWriter struct{ h http.Header }

@@ -28,35 +28,6 @@ func projectQuery(key, project string) url.Values {
 	return q
 }
 
-// Create creates a sandbox and boots its first session. It uses
-// POST /v2/sandboxes when p.Runtime is set and POST /v3/sandboxes otherwise.
-// Create is not safe to repeat: when the outcome is unknown it returns an
-// *OutcomeUnknownError (then Get the sandbox by name, if you gave one).
-func (c *Client) Create(ctx context.Context, p CreateParams) (*Sandbox, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	project, err := c.project(ctx)
-	if err != nil {
-		return nil, err
-	}
-	body, err := p.toWire(project)
-	if err != nil {
-		return nil, err
-	}
-	path := "/v3/sandboxes"
-	if p.Runtime != "" {
-		path = "/v2/sandboxes"
-	}
-	var out wire.SandboxResponse
-	err = c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: path, JSON: body, Safety: httpcore.Unsafe,
-		Op: "create sandbox", SandboxName: p.Name}, &out)
-	if err != nil {
-		return nil, err
-	}
-	return c.newSandbox(&out), nil
-}
-
 // GetOptions refine Get.
 type GetOptions struct {
 	// Resume boots a new session when the current one is not running.

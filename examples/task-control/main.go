@@ -215,7 +215,7 @@ func run(ctx context.Context, out io.Writer, env Env, store *Store) error {
 // demoStop: a task stopped by another process through the store.
 func demoStop(ctx context.Context, out io.Writer, env Env, store *Store, client *sandbox.Client) error {
 	step(out, "1. stop from another process")
-	sb, _, err := workload.Create(ctx, client, sandbox.CreateParams{Timeout: 5 * time.Minute}, workload.RetryPolicy{})
+	sb, err := workload.Create(ctx, client, sandbox.CreateParams{Timeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}
@@ -292,7 +292,7 @@ func demoStop(ctx context.Context, out io.Writer, env Env, store *Store, client 
 // demoInactivity: a command that goes silent is killed.
 func demoInactivity(ctx context.Context, out io.Writer, env Env, _ *Store, client *sandbox.Client) error {
 	step(out, "2. inactivity timeout (default %s; %s here)", workload.DefaultInactivityTimeout, env.Inactivity)
-	sb, _, err := workload.Create(ctx, client, sandbox.CreateParams{Timeout: 5 * time.Minute}, workload.RetryPolicy{})
+	sb, err := workload.Create(ctx, client, sandbox.CreateParams{Timeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}
@@ -310,7 +310,7 @@ func demoInactivity(ctx context.Context, out io.Writer, env Env, _ *Store, clien
 // demoDeadline: the deadline kills the command and no later step runs.
 func demoDeadline(ctx context.Context, out io.Writer, _ Env, _ *Store, client *sandbox.Client) error {
 	step(out, "3. overall deadline")
-	sb, _, err := workload.Create(ctx, client, sandbox.CreateParams{Timeout: 5 * time.Minute}, workload.RetryPolicy{})
+	sb, err := workload.Create(ctx, client, sandbox.CreateParams{Timeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}
@@ -337,7 +337,7 @@ func demoDeadline(ctx context.Context, out io.Writer, _ Env, _ *Store, client *s
 // demoReuse: a health probe decides between reuse and recreation.
 func demoReuse(ctx context.Context, out io.Writer, _ Env, _ *Store, client *sandbox.Client) error {
 	step(out, "4. reuse or recreate a kept-alive sandbox")
-	p := sandbox.CreateParams{Name: workload.NewName("keepalive-"), Timeout: 5 * time.Minute}
+	p := sandbox.CreateParams{Name: sandbox.NewName("keepalive-"), Timeout: 5 * time.Minute}
 	var last *sandbox.Sandbox
 	for i, before := range []func() error{
 		func() error { return nil },
@@ -350,7 +350,7 @@ func demoReuse(ctx context.Context, out io.Writer, _ Env, _ *Store, client *sand
 		if err := before(); err != nil {
 			return err
 		}
-		a, err := workload.Acquire(ctx, client, p, workload.RetryPolicy{})
+		a, err := workload.Acquire(ctx, client, p)
 		if err != nil {
 			return err
 		}

@@ -142,7 +142,7 @@ func ExampleAcquire() {
 	p := sandbox.CreateParams{Name: "kept-alive"}
 
 	for range 2 {
-		a, err := workload.Acquire(ctx, client, p, workload.RetryPolicy{})
+		a, err := workload.Acquire(ctx, client, p)
 		if err != nil {
 			fmt.Println(err)
 			return

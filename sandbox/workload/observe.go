@@ -37,8 +37,6 @@ type PhaseEvent struct {
 	SessionID   string
 	Start       time.Time
 	Duration    time.Duration // set at the end
-	// Attempts is how many create requests were made (create only).
-	Attempts int
 	// Err is the failure, nil on success. Code is its code ("" on success).
 	Err  error
 	Code Code
@@ -122,9 +120,6 @@ func (o logObserver) PhaseStart(ctx context.Context, e PhaseEvent) {
 
 func (o logObserver) PhaseEnd(ctx context.Context, e PhaseEvent) {
 	a := append(attrs(e), slog.Duration("duration", e.Duration), slog.String("outcome", e.Outcome()))
-	if e.Attempts > 0 {
-		a = append(a, slog.Int("attempts", e.Attempts))
-	}
 	if e.Usage != nil {
 		a = append(a, slog.Int("input_tokens", e.Usage.InputTokens), slog.Int("output_tokens", e.Usage.OutputTokens))
 	}

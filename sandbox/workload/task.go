@@ -343,11 +343,11 @@ type Acquired struct {
 //   - stopped (410) or unhealthy: stop what is left of the session (when
 //     unhealthy) and boot a new session of the same sandbox (its
 //     filesystem is restored if it is persistent);
-//   - not found: create it with Create's retries.
+//   - not found: create it (see Create).
 //
 // p.Name is required. Failures are *Error (CodeCreationFailed for a failed
 // create or resume).
-func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, rp RetryPolicy, hopts ...sandbox.HealthOptions) (*Acquired, error) {
+func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, hopts ...sandbox.HealthOptions) (*Acquired, error) {
 	if c == nil {
 		return nil, &Error{Code: CodeInvalidInput, Message: "no sandbox client given"}
 	}
@@ -385,7 +385,7 @@ func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, rp 
 			return nil, classify(ctx, CodeCreationFailed, err)
 		}
 	}
-	sb, _, err := Create(ctx, c, p, rp)
+	sb, err := Create(ctx, c, p)
 	if err != nil {
 		return nil, err
 	}

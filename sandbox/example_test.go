@@ -149,7 +149,7 @@ func ExampleSandbox_WriteFiles() {
 	// debug=false
 }
 
-func ExampleClient_StopSession() {
+func ExampleClient_Stop() {
 	client, stop := fake(sandboxtest.NewScript())
 	defer stop()
 	ctx := context.Background()
@@ -161,7 +161,7 @@ func ExampleClient_StopSession() {
 	// Another process knows only the session id it stored.
 	sessionID := sb.SessionID()
 
-	res, err := client.StopSession(ctx, sessionID)
+	res, err := client.Stop(ctx, sessionID)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -86,13 +86,22 @@ func (s *Sandbox) WriteFile(ctx context.Context, path string, data []byte) error
 	return s.WriteFiles(ctx, []files.Entry{files.FromBytes(path, data)})
 }
 
-// ReadOptions refine ReadFile.
-type ReadOptions struct {
-	// Cwd resolves a relative path; empty means the session's cwd.
-	Cwd string
-	// Progress, if set, is called with the bytes read so far and the total
-	// size (-1 when unknown) as the download proceeds.
-	Progress func(read, total int64)
+// ReadOption refines ReadFile, ReadFileBytes and DownloadFile.
+type ReadOption func(*readConfig)
+
+type readConfig struct {
+	cwd      string
+	progress func(read, total int64)
+}
+
+// ReadCwd resolves a relative path against dir instead of the session's
+// working directory.
+func ReadCwd(dir string) ReadOption { return func(c *readConfig) { c.cwd = dir } }
+
+// ReadProgress calls fn with the bytes read so far and the total size (-1
+// when unknown) as the download proceeds.
+func ReadProgress(fn func(read, total int64)) ReadOption {
+	return func(c *readConfig) { c.progress = fn }
 }
 
 // notExist marks a 404 from fs/read as fs.ErrNotExist while keeping the
@@ -106,10 +115,12 @@ func (e *notExist) Is(target error) bool { return target == fs.ErrNotExist }
 // ReadFile opens a file of the sandbox for streaming. The caller must
 // close it. A missing file gives an error matching fs.ErrNotExist (and
 // ErrNotFound). An answer that is not file content is an error, never data.
-func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOptions) (io.ReadCloser, error) {
-	var o ReadOptions
-	if len(opts) > 0 {
-		o = opts[len(opts)-1]
+func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOption) (io.ReadCloser, error) {
+	var o readConfig
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	if path == "" || strings.IndexByte(path, 0) >= 0 {
 		return nil, apierr.Invalid("path", "empty or contains a NUL byte")
@@ -117,7 +128,7 @@ func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOptions
 	var body io.ReadCloser
 	err := s.withSession(ctx, func(sid string) error {
 		resp, err := s.c.core.Do(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sid) + "/fs/read",
-			JSON: wire.PathRequest{Path: path, Cwd: o.Cwd}, Op: "read file", SandboxName: s.name, SessionID: sid, Stream: true})
+			JSON: wire.PathRequest{Path: path, Cwd: o.cwd}, Op: "read file", SandboxName: s.name, SessionID: sid, Stream: true})
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
 				return &fs.PathError{Op: "read", Path: path, Err: &notExist{err: err}}
@@ -131,8 +142,8 @@ func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOptions
 				Err:       fmt.Errorf("unexpected content type %q reading %s", resp.Header.Get("Content-Type"), path)}
 		}
 		body = resp.Body
-		if o.Progress != nil {
-			body = &progressReader{ReadCloser: resp.Body, total: resp.ContentLength, fn: o.Progress}
+		if o.progress != nil {
+			body = &progressReader{ReadCloser: resp.Body, total: resp.ContentLength, fn: o.progress}
 		}
 		return nil
 	})
@@ -159,7 +170,7 @@ func (p *progressReader) Read(b []byte) (int, error) {
 
 // ReadFileBytes reads a whole file into memory. Use ReadFile for large
 // files.
-func (s *Sandbox) ReadFileBytes(ctx context.Context, path string, opts ...ReadOptions) ([]byte, error) {
+func (s *Sandbox) ReadFileBytes(ctx context.Context, path string, opts ...ReadOption) ([]byte, error) {
 	rc, err := s.ReadFile(ctx, path, opts...)
 	if err != nil {
 		return nil, err
@@ -171,7 +182,7 @@ func (s *Sandbox) ReadFileBytes(ctx context.Context, path string, opts ...ReadOp
 // DownloadFile copies a sandbox file to a local path, creating parent
 // directories. The local file appears complete or not at all (it is
 // written to a temporary file and renamed). It returns the bytes copied.
-func (s *Sandbox) DownloadFile(ctx context.Context, src, dst string, opts ...ReadOptions) (int64, error) {
+func (s *Sandbox) DownloadFile(ctx context.Context, src, dst string, opts ...ReadOption) (int64, error) {
 	if dst == "" {
 		return 0, apierr.Invalid("dst", "empty")
 	}

@@ -301,7 +301,7 @@ func (s *Sandbox) Update(ctx context.Context, p UpdateParams) error {
 }
 
 // Delete stops and deletes the sandbox.
-func (s *Sandbox) Delete(ctx context.Context, opts ...DeleteOptions) error {
+func (s *Sandbox) Delete(ctx context.Context, opts ...DeleteOption) error {
 	return s.c.Delete(ctx, s.name, opts...)
 }
 

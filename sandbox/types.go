@@ -182,7 +182,7 @@ type StopResult struct {
 	Snapshot *Snapshot
 	// AlreadyStopped is true when the session had stopped before this call:
 	// the API answered 410 Gone, or the handle (or, for StopSandbox, the
-	// API) already reported the session stopped. Client.StopSession cannot
+	// API) already reported the session stopped. Client.Stop cannot
 	// tell when the API answers a repeated stop with 200.
 	AlreadyStopped bool
 }

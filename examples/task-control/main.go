@@ -326,7 +326,7 @@ func demoDeadline(ctx context.Context, out io.Writer, _ Env, _ *Store, client *s
 	if followUpRan || !errors.Is(err, workload.ErrTaskEnded) {
 		return errors.New("a step ran after the deadline")
 	}
-	h, err := client.Probe(ctx, sb.Name(), "")
+	h, err := client.Health(ctx, sb.Name(), "")
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func StopTask(ctx context.Context, c *sandbox.Client, ref TaskRef) (StopOutcome,
 		case err == nil && sess.Status.Terminal():
 			return AlreadyStopped, nil
 		case err == nil:
-			res, err = c.StopSession(ctx, ref.SessionID)
+			res, err = c.Stop(ctx, ref.SessionID)
 		}
 	} else {
 		res, err = c.StopSandbox(ctx, ref.SandboxName)
@@ -347,7 +347,7 @@ type Acquired struct {
 //
 // p.Name is required. Failures are *Error (CodeCreationFailed for a failed
 // create or resume).
-func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, hopts ...sandbox.HealthOptions) (*Acquired, error) {
+func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, hopts ...sandbox.HealthOption) (*Acquired, error) {
 	if c == nil {
 		return nil, &Error{Code: CodeInvalidInput, Message: "no sandbox client given"}
 	}
@@ -357,7 +357,7 @@ func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, hop
 	if err := sandbox.ValidateName(p.Name); err != nil {
 		return nil, newError(CodeInvalidInput, err)
 	}
-	h, err := c.Probe(ctx, p.Name, "", hopts...)
+	h, err := c.Health(ctx, p.Name, "", hopts...)
 	if err != nil {
 		return nil, newError(CodeInvalidInput, err)
 	}
@@ -373,11 +373,11 @@ func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, hop
 	case sandbox.Stopped, sandbox.Unhealthy:
 		if h.State == sandbox.Unhealthy && h.SessionID != "" {
 			// Do not leave a session that does not answer running.
-			if _, err := c.StopSession(ctx, h.SessionID); err != nil && !errors.Is(err, sandbox.ErrGone) && !errors.Is(err, sandbox.ErrNotFound) {
+			if _, err := c.Stop(ctx, h.SessionID); err != nil && !errors.Is(err, sandbox.ErrGone) && !errors.Is(err, sandbox.ErrNotFound) {
 				return nil, classify(ctx, CodeCreationFailed, err)
 			}
 		}
-		sb, err := c.Get(ctx, p.Name, sandbox.GetOptions{Resume: true})
+		sb, err := c.Resume(ctx, p.Name)
 		if err == nil {
 			return &Acquired{Sandbox: sb, Decision: Resumed, Health: h}, nil
 		}

@@ -37,10 +37,10 @@ import (
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/command/guard"
 	"github.com/sbx-go/vercel-sandbox/examples/internal/backend"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
-	"github.com/sbx-go/vercel-sandbox/sandbox/policy"
 )
 
 func main() {
@@ -130,24 +130,24 @@ func run(ctx context.Context, out, errOut io.Writer, o options) error {
 
 	secret := newSecret()
 	workspace := path.Join(sb.Cwd(), "repo")
-	pol := policy.Policy{
+	pol := guard.Policy{
 		Workspace: workspace,
-		Allow: []policy.Rule{
-			policy.Allow("go", "version"),
-			policy.Allow("go", "vet", "./..."),
-			policy.Allow("go", "test", "..."),
+		Allow: []guard.Rule{
+			guard.Allow("go", "version"),
+			guard.Allow("go", "vet", "./..."),
+			guard.Allow("go", "test", "..."),
 			// Shells are refused unless a rule names them: these allow two
 			// scripts of the project, not "sh -c".
-			policy.Allow("sh", "scripts/lint.sh"),
-			policy.Allow("sh", "scripts/test.sh"),
+			guard.Allow("sh", "scripts/lint.sh"),
+			guard.Allow("sh", "scripts/test.sh"),
 		},
-		Packages:            []policy.Package{policy.NPM("eslint"), policy.NPM("typescript", "tsc")},
+		Packages:            []guard.Package{guard.NPM("eslint"), guard.NPM("typescript", "tsc")},
 		SecretEnv:           map[string]string{"DEMO_API_TOKEN": secret},
 		CommandTimeout:      3 * time.Minute,
 		MaxOutputPerCommand: 8 << 10,
 		MaxTranscript:       64 << 10,
 	}
-	runner, err := policy.NewRunner(sb, pol, policy.WithOutput(backend.Prefixed(out, "    | ")))
+	runner, err := guard.NewGate(sb, pol, guard.WithOutput(backend.Prefixed(out, "    | ")))
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func run(ctx context.Context, out, errOut io.Writer, o options) error {
 		&command.Cmd{Name: "cat", Args: []string{"../../etc/passwd"}},
 	} {
 		_, err := runner.Run(ctx, c)
-		var denied *policy.DeniedError
+		var denied *guard.DeniedError
 		if !errors.As(err, &denied) {
 			return fmt.Errorf("%s was not denied: %v", runner.Redactor().Redact(c.String()), err)
 		}
@@ -214,7 +214,7 @@ func run(ctx context.Context, out, errOut io.Writer, o options) error {
 		return errors.New("the secret appears in the transcript")
 	}
 	denied := 0
-	var curl policy.Entry
+	var curl guard.Record
 	for _, e := range t.Entries {
 		if e.Denied {
 			denied++

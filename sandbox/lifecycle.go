@@ -164,14 +164,10 @@ func (c *Client) Update(ctx context.Context, name string, p UpdateParams) (Info,
 	if err != nil {
 		return Info{}, nil, err
 	}
-	body, err := p.toWire()
-	if err != nil {
-		return Info{}, nil, err
-	}
 	var out wire.SandboxOnlyResponse
 	// A PATCH sets values; sending it twice gives the same state.
 	err = c.core.JSON(ctx, &httpcore.Call{Method: "PATCH", Path: sandboxPath(name), Query: projectQuery("projectId", project),
-		JSON: body, Op: "update sandbox", SandboxName: name}, &out)
+		JSON: p.toWire(), Op: "update sandbox", SandboxName: name}, &out)
 	if err != nil {
 		return Info{}, nil, err
 	}
@@ -227,13 +223,9 @@ func (c *Client) Fork(ctx context.Context, source string, p ForkParams) (*Sandbo
 	if err != nil {
 		return nil, err
 	}
-	body, err := p.toWire()
-	if err != nil {
-		return nil, err
-	}
 	var out wire.SandboxResponse
 	err = c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sandboxPath(source) + "/fork",
-		Query: projectQuery("projectId", project), JSON: body, Safety: httpcore.Unsafe,
+		Query: projectQuery("projectId", project), JSON: p.toWire(), Safety: httpcore.Unsafe,
 		Op: "fork sandbox", SandboxName: source}, &out)
 	if err != nil {
 		return nil, err
@@ -425,7 +417,7 @@ func (c *Client) setPolicy(ctx context.Context, sessionID, name string, p *Netwo
 	}
 	var out wire.SessionResponse
 	err := c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sessionID) + "/network-policy",
-		JSON: p, Op: "update network policy", SandboxName: name, SessionID: sessionID}, &out)
+		JSON: p.toWire(), Op: "update network policy", SandboxName: name, SessionID: sessionID}, &out)
 	if err != nil {
 		return Session{}, err
 	}

@@ -182,11 +182,11 @@ func stopTask(ctx context.Context, out io.Writer, store *Store, client *sandbox.
 	uerr := store.Update(id, func(r *Record) {
 		r.StopOutcome = string(outcome)
 		if err != nil {
-			r.StopError = string(workload.CodeOf(err)) // a code, not server text
+			r.StopError = string(workload.ErrorCodeOf(err)) // a code, not server text
 		}
 	})
 	if err != nil {
-		fmt.Fprintf(out, "    task %s marked stopped; terminating its sandbox failed (%s), recorded for a retry\n", id, workload.CodeOf(err))
+		fmt.Fprintf(out, "    task %s marked stopped; terminating its sandbox failed (%s), recorded for a retry\n", id, workload.ErrorCodeOf(err))
 		return uerr
 	}
 	fmt.Fprintf(out, "    task %s marked stopped; sandbox: %s\n", id, outcome)
@@ -259,7 +259,7 @@ func demoStop(ctx context.Context, out io.Writer, env Env, store *Store, client 
 		return fmt.Errorf("the task should have been stopped, got %v", err)
 	}
 	fmt.Fprintf(out, "    the task ended %s after the stop request: %s (within 2 s: %t)\n",
-		ended.Sub(requested).Round(10*time.Millisecond), workload.CodeOf(err), ended.Sub(requested) < 2*time.Second)
+		ended.Sub(requested).Round(10*time.Millisecond), workload.ErrorCodeOf(err), ended.Sub(requested) < 2*time.Second)
 
 	// Stopping again: already stopped is success.
 	if err := stopTask(ctx, out, store, client, id); err != nil {
@@ -303,7 +303,7 @@ func demoInactivity(ctx context.Context, out io.Writer, env Env, _ *Store, clien
 		return fmt.Errorf("expected an inactivity timeout, got %v", err)
 	}
 	fmt.Fprintf(out, "    the silent command was killed after %s: %s; sandbox stopped: %t\n",
-		time.Since(start).Round(100*time.Millisecond), workload.CodeOf(err), task.StopErr() == nil)
+		time.Since(start).Round(100*time.Millisecond), workload.ErrorCodeOf(err), task.StopErr() == nil)
 	return nil
 }
 
@@ -316,13 +316,13 @@ func demoDeadline(ctx context.Context, out io.Writer, _ Env, _ *Store, client *s
 	}
 	task := workload.NewTask(sb, workload.TaskOptions{Deadline: time.Now().Add(2 * time.Second)})
 	_, err = task.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "echo 'long work'; sleep 600"}})
-	fmt.Fprintf(out, "    long step: %s\n", workload.CodeOf(err))
+	fmt.Fprintf(out, "    long step: %s\n", workload.ErrorCodeOf(err))
 	followUpRan := false
 	err = task.Do(ctx, "publish results", func(ctx context.Context, sb *sandbox.Sandbox) error {
 		followUpRan = true
 		return sb.WriteFile(ctx, "published.txt", []byte("too late"))
 	})
-	fmt.Fprintf(out, "    follow-up step: %s (ran: %t)\n", workload.CodeOf(err), followUpRan)
+	fmt.Fprintf(out, "    follow-up step: %s (ran: %t)\n", workload.ErrorCodeOf(err), followUpRan)
 	if followUpRan || !errors.Is(err, workload.ErrTaskEnded) {
 		return errors.New("a step ran after the deadline")
 	}

@@ -133,7 +133,7 @@ func TestCreateGivesUp(t *testing.T) {
 	_, err := workload.Create(context.Background(), c, sandbox.CreateParams{})
 	require.Error(t, err)
 	assert.Equal(t, int32(4), f.sent.Load())
-	assert.Equal(t, workload.CodeCreationFailed, workload.CodeOf(err))
+	assert.Equal(t, workload.CodeCreationFailed, workload.ErrorCodeOf(err))
 	assert.ErrorIs(t, err, sandbox.ErrServer)
 	var we *workload.Error
 	require.ErrorAs(t, err, &we)

@@ -105,10 +105,10 @@ func ExampleTask() {
 		Deadline: time.Now().Add(300 * time.Millisecond),
 	})
 	_, err = task.Run(ctx, &command.Cmd{Name: "agent"})
-	fmt.Println(workload.CodeOf(err))
+	fmt.Println(workload.ErrorCodeOf(err))
 	// The deadline passed: no later step runs.
 	_, err = task.Run(ctx, &command.Cmd{Name: "node", Args: []string{"cleanup.mjs"}})
-	fmt.Println(workload.CodeOf(err), errors.Is(err, workload.ErrTimeout))
+	fmt.Println(workload.ErrorCodeOf(err), errors.Is(err, workload.ErrTimeout))
 	// Output:
 	// SANDBOX_TIMEOUT
 	// TASK_ENDED true

@@ -39,7 +39,7 @@ type PhaseEvent struct {
 	Duration    time.Duration // set at the end
 	// Err is the failure, nil on success. Code is its code ("" on success).
 	Err  error
-	Code Code
+	Code ErrorCode
 	// Usage is the token usage, when known (execute only).
 	Usage *Usage
 }
@@ -161,7 +161,7 @@ func begin(ctx context.Context, obs Observer, ev PhaseEvent) *tracker {
 func (t *tracker) end(ctx context.Context, err error) PhaseEvent {
 	t.ev.Duration = time.Since(t.ev.Start)
 	t.ev.Err = err
-	t.ev.Code = CodeOf(err)
+	t.ev.Code = ErrorCodeOf(err)
 	if t.obs != nil {
 		t.obs.PhaseEnd(ctx, t.ev)
 	}

@@ -60,7 +60,7 @@ func TestRunnerFailuresStopTheSandbox(t *testing.T) {
 		name   string
 		setup  []workload.Step
 		exec   func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error)
-		code   workload.Code
+		code   workload.ErrorCode
 		phases []string
 	}{
 		{
@@ -96,7 +96,7 @@ func TestRunnerFailuresStopTheSandbox(t *testing.T) {
 			r := &workload.Runner{Client: newClient(t, srv)}
 			rep, err := r.Run(context.Background(), workload.Job{Setup: c.setup, Execute: exec})
 			require.Error(t, err)
-			assert.Equal(t, c.code, workload.CodeOf(err), "%v", err)
+			assert.Equal(t, c.code, workload.ErrorCodeOf(err), "%v", err)
 			assert.Equal(t, c.phases, phases(rep.Phases))
 			assert.True(t, rep.Stopped)
 			assert.Equal(t, 0, runningSessions(srv))

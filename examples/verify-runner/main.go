@@ -1,5 +1,5 @@
 // Command verify-runner runs the lint and test commands of a small project
-// in a sandbox under a strict policy (package policy): a default-deny
+// in a sandbox under a strict policy (package command/guard): a default-deny
 // command allowlist, workspace confinement, redaction of secrets from every
 // output, and a bounded transcript of everything that ran or was refused.
 //
@@ -147,14 +147,14 @@ func run(ctx context.Context, out, errOut io.Writer, o options) error {
 		MaxOutputPerCommand: 8 << 10,
 		MaxTranscript:       64 << 10,
 	}
-	runner, err := guard.NewGate(sb, pol, guard.WithOutput(backend.Prefixed(out, "    | ")))
+	gate, err := guard.NewGate(sb, pol, guard.WithOutput(backend.Prefixed(out, "    | ")))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "    workspace %s\n", runner.Workspace())
+	fmt.Fprintf(out, "    workspace %s\n", gate.Workspace())
 
 	step(out, "checking for Go in the sandbox")
-	_, err = runner.Run(ctx, &command.Cmd{Name: "go", Args: []string{"version"}})
+	_, err = gate.Run(ctx, &command.Cmd{Name: "go", Args: []string{"version"}})
 	if err == nil && o.shell {
 		err = errors.New("-shell given")
 	}
@@ -178,7 +178,7 @@ func run(ctx context.Context, out, errOut io.Writer, o options) error {
 	step(out, "running the allowed checks")
 	for _, c := range checks {
 		fmt.Fprintf(out, "    $ %s\n", c)
-		res, err := runner.Run(ctx, c)
+		res, err := gate.Run(ctx, c)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c, err)
 		}
@@ -193,16 +193,16 @@ func run(ctx context.Context, out, errOut io.Writer, o options) error {
 		&command.Cmd{Name: "go", Args: []string{"test", "-coverprofile=/var/cover.out", "./..."}},
 		&command.Cmd{Name: "cat", Args: []string{"../../etc/passwd"}},
 	} {
-		_, err := runner.Run(ctx, c)
+		_, err := gate.Run(ctx, c)
 		var denied *guard.DeniedError
 		if !errors.As(err, &denied) {
-			return fmt.Errorf("%s was not denied: %v", runner.Redactor().Redact(c.String()), err)
+			return fmt.Errorf("%s was not denied: %v", gate.Redactor().Redact(c.String()), err)
 		}
 		fmt.Fprintf(out, "    denied by rule %-13s %s\n", denied.Rule+":", denied.Reason)
 	}
 
 	step(out, "the transcript")
-	t := runner.Transcript()
+	t := gate.Transcript()
 	if _, err := t.WriteTo(backend.Prefixed(out, "    ")); err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func TestAdd(t *testing.T) {
 	if got := Add(2, 3); got != 5 {
 		t.Fatalf("Add(2, 3) = %d, want 5", got)
 	}
-	// A careless log line: the runner redacts the token.
+	// A careless log line: the gate redacts the token.
 	t.Logf("calling the API with token %s", os.Getenv("DEMO_API_TOKEN"))
 }
 `),
@@ -275,7 +275,7 @@ done
 got=$(add 2 3)
 [ "$got" = 5 ] || { echo "FAIL: add 2 3 = $got, want 5"; exit 1; }
 echo "PASS: add 2 3 = 5"
-# A careless log line: the runner redacts the token.
+# A careless log line: the gate redacts the token.
 echo "calling the API with token $DEMO_API_TOKEN"
 `),
 	}

@@ -1,9 +1,10 @@
-// Package command describes commands run in a Vercel Sandbox, their
-// results, and handles to detached commands that can be waited on, killed,
-// reattached from another process and whose logs can be replayed.
+// Package command runs commands in a Vercel Sandbox, the way os/exec runs
+// local ones: attached runs that stream output into writers and return a
+// Result, and detached runs whose Handle can be waited on, killed, stored as
+// a Ref, reattached from another process, and whose logs can be replayed.
 //
-// Commands are started through a *sandbox.Sandbox (Run, Start, Output). A
-// Cmd is plain data and may be reused.
+// A Cmd is plain data and may be reused. Run it with a *sandbox.Sandbox
+// (Run, Output, CombinedOutput, Start); reattach with sandbox.Client.Attach.
 package command
 
 import (

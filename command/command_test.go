@@ -2,8 +2,11 @@ package command_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
+	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -100,53 +106,75 @@ func TestErrorsText(t *testing.T) {
 	assert.False(t, (*command.Result)(nil).Success())
 }
 
-// fakeAPI implements command.API with canned answers.
+// fakeAPI answers the command endpoints with canned state.
 type fakeAPI struct {
 	mu      sync.Mutex
 	logs    string
 	done    bool
 	exit    int
 	kills   []command.Signal
-	infoErr error
 	running bool // the command never finishes: a wait blocks until ctx ends
 	lateEnd bool // the command is reported finished only when waited for
 }
 
-func (f *fakeAPI) CommandInfo(ctx context.Context, ref command.Ref, wait bool) (command.Info, error) {
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sid, cid := r.PathValue("sid"), r.PathValue("cid")
+	switch r.PathValue("op") {
+	case "logs":
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		_, _ = io.WriteString(w, f.logs)
+		return
+	case "kill":
+		var body struct{ Signal int }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		f.mu.Lock()
+		f.kills = append(f.kills, command.Signal(body.Signal))
+		f.mu.Unlock()
+		f.answer(w, sid, cid, nil)
+		return
+	}
+	wait := r.URL.Query().Get("wait") == "true"
 	if f.running && wait {
-		<-ctx.Done()
-		return command.Info{}, ctx.Err()
+		<-r.Context().Done()
+		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.infoErr != nil {
-		return command.Info{}, f.infoErr
-	}
-	info := command.Info{ID: ref.CommandID, SessionID: ref.SessionID}
+	var exit *int
 	if f.done || (wait && (f.lateEnd || !f.running)) {
 		code := f.exit
-		info.ExitCode = &code
+		exit = &code
 	}
-	return info, nil
+	f.answer(w, sid, cid, exit)
 }
 
-func (f *fakeAPI) KillCommand(_ context.Context, ref command.Ref, sig command.Signal) (command.Info, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.kills = append(f.kills, sig)
-	return command.Info{ID: ref.CommandID}, nil
+func (f *fakeAPI) answer(w http.ResponseWriter, sid, cid string, exit *int) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"command": map[string]any{
+		"id": cid, "sessionId": sid, "name": "x", "args": []string{}, "cwd": "/", "exitCode": exit, "startedAt": 1}})
 }
 
-func (f *fakeAPI) CommandLogs(context.Context, command.Ref) (io.ReadCloser, error) {
-	return io.NopCloser(strings.NewReader(f.logs)), nil
+// attach serves f and returns a handle to command cmd_1 of session sbx_1.
+func attach(t *testing.T, f *fakeAPI) *command.Handle {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("/v2/sandboxes/sessions/{sid}/cmd/{cid}", f)
+	mux.Handle("/v2/sandboxes/sessions/{sid}/cmd/{cid}/{op}", f)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	core, err := httpcore.New(httpcore.Config{BaseURL: srv.URL, Provider: auth.Static("tok", "team_1", "prj_1"),
+		Retry: httpcore.RetryPolicy{MaxRetries: -1}})
+	require.NoError(t, err)
+	h, err := command.Attach(&conn.Conn{Core: core}, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	require.NoError(t, err)
+	return h
 }
 
 func TestHandle(t *testing.T) {
 	t.Parallel()
 	api := &fakeAPI{done: true, exit: 3,
 		logs: `{"stream":"stdout","data":"a\n"}` + "\n" + `{"stream":"stderr","data":"b\n"}` + "\n"}
-	h, err := command.NewHandle(api, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
-	require.NoError(t, err)
+	h := attach(t, api)
 	ctx := context.Background()
 
 	var evs []command.Event
@@ -175,15 +203,14 @@ func TestHandle(t *testing.T) {
 func TestHandleLogsCutWhileRunning(t *testing.T) {
 	t.Parallel()
 	api := &fakeAPI{running: true, logs: `{"stream":"stdout","data":"partial"}` + "\n"}
-	h, err := command.NewHandle(api, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
-	require.NoError(t, err)
+	h := attach(t, api)
 	var got error
 	for _, err := range h.Logs(context.Background()) {
 		if err != nil {
 			got = err
 		}
 	}
-	assert.ErrorIs(t, got, apierr.ErrStreamEnded)
+	assert.ErrorIs(t, got, command.ErrStreamEnded)
 }
 
 // A server that closes the log stream just before it records the exit is
@@ -191,8 +218,7 @@ func TestHandleLogsCutWhileRunning(t *testing.T) {
 func TestHandleLogsExitRecordedLate(t *testing.T) {
 	t.Parallel()
 	api := &fakeAPI{lateEnd: true, logs: `{"stream":"stdout","data":"all"}` + "\n"}
-	h, err := command.NewHandle(api, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
-	require.NoError(t, err)
+	h := attach(t, api)
 	out, _, err := h.Output(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, "all", string(out))
@@ -201,28 +227,30 @@ func TestHandleLogsExitRecordedLate(t *testing.T) {
 func TestHandleLogsErrorFrame(t *testing.T) {
 	t.Parallel()
 	api := &fakeAPI{done: true, logs: `{"stream":"error","data":{"code":"sandbox_stopped","message":"gone"}}` + "\n"}
-	h, _ := command.NewHandle(api, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	h := attach(t, api)
 	_, _, err := h.Output(context.Background())
-	var se *apierr.StreamError
+	var se *command.StreamError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "sandbox_stopped", se.Code)
-	assert.ErrorIs(t, err, apierr.ErrGone)
+	assert.ErrorIs(t, err, command.ErrGone)
 }
 
 func TestHandleOutputTruncated(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("x", command.DefaultCaptureLimit+10)
 	api := &fakeAPI{done: true, logs: `{"stream":"stdout","data":"` + big + `"}` + "\n"}
-	h, _ := command.NewHandle(api, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	h := attach(t, api)
 	out, _, err := h.Output(context.Background())
 	assert.True(t, errors.Is(err, command.ErrOutputTruncated))
 	assert.Len(t, out, command.DefaultCaptureLimit)
 }
 
-func TestNewHandleRejects(t *testing.T) {
+func TestAttachRejects(t *testing.T) {
 	t.Parallel()
-	_, err := command.NewHandle(nil, command.Ref{SessionID: "s", CommandID: "c"})
-	assert.Error(t, err)
-	_, err = command.NewHandle(&fakeAPI{}, command.Ref{SessionID: "s"})
-	assert.Error(t, err)
+	_, err := command.Attach(nil, command.Ref{SessionID: "s", CommandID: "c"})
+	assert.ErrorIs(t, err, command.ErrInvalidInput)
+	core, err := httpcore.New(httpcore.Config{BaseURL: "http://127.0.0.1:1", Provider: auth.Static("tok", "t", "p")})
+	require.NoError(t, err)
+	_, err = command.Attach(&conn.Conn{Core: core}, command.Ref{SessionID: "s"})
+	assert.ErrorIs(t, err, command.ErrInvalidInput)
 }

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/capture"
 	"github.com/sbx-go/vercel-sandbox/internal/cmdstream"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
+	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
 // Ref identifies a command: enough to reattach to it from another process.
@@ -85,47 +89,24 @@ func ParseRef(s string) (Ref, error) {
 // to be reported finished before it calls the stream cut.
 const endGrace = 2 * time.Second
 
-// API is what a Handle needs from the Sandbox API. *sandbox.Client
-// implements it; tests may supply their own.
-type API interface {
-	// CommandInfo returns the command's state; with wait it blocks until
-	// the command has finished.
-	CommandInfo(ctx context.Context, ref Ref, wait bool) (Info, error)
-	// KillCommand sends sig to the command.
-	KillCommand(ctx context.Context, ref Ref, sig Signal) (Info, error)
-	// CommandLogs opens the command's log stream: NDJSON log lines replayed
-	// from the start, ending when the command does.
-	CommandLogs(ctx context.Context, ref Ref) (io.ReadCloser, error)
-}
-
 // Handle is a command started detached, or reattached by its Ref. It is
 // safe for concurrent use; every method does its own request.
 type Handle struct {
-	api  API
+	c    *conn.Conn
 	ref  Ref
 	info Info
 }
 
-// NewHandle returns a handle to the command ref names, using api. It does
-// no I/O; use Info to check that the command exists.
-func NewHandle(api API, ref Ref) (*Handle, error) {
-	if api == nil {
-		return nil, apierr.Invalid("api", "nil")
+// Attach returns a handle to the command ref names, over c; see
+// sandbox.Client.Attach. It does no I/O.
+func Attach(c *conn.Conn, ref Ref) (*Handle, error) {
+	if c == nil || c.Core == nil {
+		return nil, apierr.Invalid("sandbox", "no client to reach the command with")
 	}
 	if err := ref.validate(); err != nil {
 		return nil, err
 	}
-	return &Handle{api: api, ref: ref, info: Info{ID: ref.CommandID, SessionID: ref.SessionID}}, nil
-}
-
-// NewStartedHandle is NewHandle for a command whose state is known.
-func NewStartedHandle(api API, ref Ref, info Info) (*Handle, error) {
-	h, err := NewHandle(api, ref)
-	if err != nil {
-		return nil, err
-	}
-	h.info = info
-	return h, nil
+	return &Handle{c: c, ref: ref, info: Info{ID: ref.CommandID, SessionID: ref.SessionID}}, nil
 }
 
 // Ref returns the reference to store for reattaching.
@@ -143,14 +124,14 @@ func (h *Handle) Started() Info { return h.info }
 
 // Info fetches the command's current state.
 func (h *Handle) Info(ctx context.Context) (Info, error) {
-	return h.api.CommandInfo(ctx, h.ref, false)
+	return fetchInfo(ctx, h.c.Core, h.ref, false)
 }
 
 // Wait blocks until the command finishes and returns its result. The
 // result carries no output: use Output or Logs for that. A non-zero exit
 // code gives the result and an *ExitError.
 func (h *Handle) Wait(ctx context.Context) (*Result, error) {
-	info, err := h.api.CommandInfo(ctx, h.ref, true)
+	info, err := fetchInfo(ctx, h.c.Core, h.ref, true)
 	if err != nil {
 		return nil, err
 	}
@@ -173,17 +154,17 @@ func (h *Handle) Kill(ctx context.Context, sig Signal) error {
 	if sig < 0 {
 		return apierr.Invalid("signal", "negative signal %d", sig)
 	}
-	_, err := h.api.KillCommand(ctx, h.ref, sig)
+	_, err := sendKill(ctx, h.c.Core, h.ref, sig)
 	return err
 }
 
 // Logs replays the command's output from the start and follows it until
 // the command ends. The sequence stops early, with an error, when ctx ends
 // or the stream breaks; a stream that ends while the command still runs
-// yields an error matching sandbox.ErrStreamEnded.
+// yields an error matching ErrStreamEnded.
 func (h *Handle) Logs(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		body, err := h.api.CommandLogs(ctx, h.ref)
+		body, err := openLogs(ctx, h.c.Core, h.ref)
 		if err != nil {
 			yield(Event{}, err)
 			return
@@ -221,10 +202,10 @@ func (h *Handle) Logs(ctx context.Context) iter.Seq2[Event, error] {
 		// Check, so that a cut stream is not mistaken for the end.
 		// A server may close the stream a moment before it records the
 		// exit, so a command still running is given a short grace.
-		info, err := h.api.CommandInfo(ctx, h.ref, false)
+		info, err := fetchInfo(ctx, h.c.Core, h.ref, false)
 		if err == nil && !info.Done() {
 			gctx, cancel := context.WithTimeout(ctx, endGrace)
-			info, err = h.api.CommandInfo(gctx, h.ref, true)
+			info, err = fetchInfo(gctx, h.c.Core, h.ref, true)
 			cancel()
 			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				err = nil // still running after the grace: the stream was cut
@@ -276,4 +257,70 @@ func (h *Handle) Output(ctx context.Context) (stdout, stderr []byte, err error) 
 		return o.Bytes(), e.Bytes(), ErrOutputTruncated
 	}
 	return o.Bytes(), e.Bytes(), nil
+}
+
+func cmdPath(ref Ref) string {
+	return conn.SessionPath(ref.SessionID) + "/cmd/" + url.PathEscape(ref.CommandID)
+}
+
+// check refuses a ref whose ids cannot be put in a path.
+func (r Ref) check() error {
+	if err := conn.ValidateID("Ref.SessionID", r.SessionID); err != nil {
+		return err
+	}
+	return conn.ValidateID("Ref.CommandID", r.CommandID)
+}
+
+// fetchInfo returns the state of a command; with wait it blocks until the
+// command has finished.
+func fetchInfo(ctx context.Context, core *httpcore.Client, ref Ref, wait bool) (Info, error) {
+	if err := ref.check(); err != nil {
+		return Info{}, err
+	}
+	var q url.Values
+	if wait {
+		q = url.Values{"wait": {"true"}}
+	}
+	var out wire.CommandResponse
+	err := core.JSON(ctx, &httpcore.Call{Method: "GET", Path: cmdPath(ref), Query: q, Op: "get command",
+		SandboxName: ref.SandboxName, SessionID: ref.SessionID, Stream: wait}, &out)
+	if err != nil {
+		return Info{}, err
+	}
+	return infoFromWire(&out.Command), nil
+}
+
+// sendKill sends sig to a command.
+func sendKill(ctx context.Context, core *httpcore.Client, ref Ref, sig Signal) (Info, error) {
+	if err := ref.check(); err != nil {
+		return Info{}, err
+	}
+	var out wire.CommandResponse
+	// Delivering the same signal twice is harmless for the signals used to
+	// stop a command, so the call is retried like a read.
+	err := core.JSON(ctx, &httpcore.Call{Method: "POST", Path: cmdPath(ref) + "/kill",
+		JSON: wire.KillRequest{Signal: int(sig)}, Op: "kill command",
+		SandboxName: ref.SandboxName, SessionID: ref.SessionID}, &out)
+	if err != nil {
+		return Info{}, err
+	}
+	return infoFromWire(&out.Command), nil
+}
+
+// openLogs opens a command's log stream: log lines replayed from the start,
+// ending when the command does.
+func openLogs(ctx context.Context, core *httpcore.Client, ref Ref) (io.ReadCloser, error) {
+	if err := ref.check(); err != nil {
+		return nil, err
+	}
+	resp, err := core.Do(ctx, &httpcore.Call{Method: "GET", Path: cmdPath(ref) + "/logs", Op: "command logs",
+		SandboxName: ref.SandboxName, SessionID: ref.SessionID, Stream: true})
+	if err != nil {
+		return nil, err
+	}
+	if err := cmdstream.CheckContentType(resp.Header, "logs", ref.SessionID, ref.CommandID); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	return resp.Body, nil
 }

@@ -63,7 +63,7 @@ func BenchmarkWriteTarGz(b *testing.B) {
 	}
 }
 
-// BenchmarkTarGzReader is BenchmarkWriteTarGz through NewTarGzReader and
+// BenchmarkTarGzReader is BenchmarkWriteTarGz through newTarGzReader and
 // io.Copy, as an HTTP body would be read.
 func BenchmarkTarGzReader(b *testing.B) {
 	text, _ := benchData()
@@ -73,7 +73,7 @@ func BenchmarkTarGzReader(b *testing.B) {
 			b.SetBytes(benchSize)
 			b.ReportAllocs()
 			for b.Loop() {
-				rc, err := NewTarGzReader(context.Background(), cwd, entries, WithLevel(l.level))
+				rc, err := newTarGzReader(context.Background(), cwd, entries, WithLevel(l.level))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -9,10 +9,11 @@
 //
 // Destination paths follow the rules of the official SDK: a relative path is
 // joined onto the session's working directory, an absolute path is cleaned,
-// and the archive entry name is the result made relative to "/" (see
-// EntryName). Only regular-file entries are written; parent directories are
+// and the archive entry name is the result made relative to "/": with the
+// working directory /vercel/sandbox, "hello.txt" becomes
+// "vercel/sandbox/hello.txt" and "/etc/app.conf" becomes "etc/app.conf". Only regular-file entries are written; parent directories are
 // created by the server.
 //
-// WriteTarGz streams the archive into an io.Writer; NewTarGzReader offers the
-// same archive as an io.ReadCloser, suitable as an HTTP request body.
+// WriteTarGz streams the archive into an io.Writer; sandbox.Sandbox.WriteFiles
+// sends it as it is written.
 package files

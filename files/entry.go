@@ -160,7 +160,7 @@ func (e Entry) WithMode(m fs.FileMode) Entry {
 }
 
 // Path returns the destination path as given (relative to the session's
-// working directory, or absolute). See EntryName for the archive name.
+// working directory, or absolute). See the package doc for the archive name.
 func (e Entry) Path() string { return e.path }
 
 // Mode returns the mode the file will have in the sandbox.
@@ -174,8 +174,8 @@ func (e Entry) Size() int64 { return e.size }
 // an upload). Only entries made by FromReader are not replayable.
 func (e Entry) Replayable() bool { return e.once == nil }
 
-// Replayable reports whether every entry is replayable.
-func Replayable(entries []Entry) bool {
+// replayable reports whether every entry is replayable.
+func replayable(entries []Entry) bool {
 	for _, e := range entries {
 		if !e.Replayable() {
 			return false
@@ -184,10 +184,10 @@ func Replayable(entries []Entry) bool {
 	return true
 }
 
-// TotalSize returns the sum of the entries' sizes: the number of content
+// totalSize returns the sum of the entries' sizes: the number of content
 // bytes an archive of them carries (headers and compression aside).
 // Negative sizes count as zero.
-func TotalSize(entries []Entry) int64 {
+func totalSize(entries []Entry) int64 {
 	var n int64
 	for _, e := range entries {
 		if e.size > 0 {

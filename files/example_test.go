@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"log"
-	"net/http"
 	"os"
 
 	"github.com/sbx-go/vercel-sandbox/files"
@@ -46,32 +45,21 @@ func Example() {
 	// etc/app.conf 13 bytes mode 0600
 }
 
-func ExampleEntryName() {
-	for _, p := range []string{"hello.txt", "/etc/app.conf", "a/../b", "../x"} {
-		name, err := files.EntryName("/vercel/sandbox", p)
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Println(name)
-	}
-	// Output:
-	// vercel/sandbox/hello.txt
-	// etc/app.conf
-	// vercel/sandbox/b
-	// vercel/x
-}
-
-// Upload a local project, without its .git directory and following links
-// that stay inside it, as a streaming request body.
-func ExampleNewTarGzReader() {
+// Archive a local project, without its .git directory and following links
+// that stay inside it, into a file.
+func ExampleFromDir() {
 	entries, err := files.FromDir("./myproject", "app",
 		files.WithSymlinks(files.FollowSymlinks),
 		files.WithFilter(func(rel string, d fs.DirEntry) bool { return d.Name() != ".git" }))
 	if err != nil {
 		log.Fatal(err)
 	}
-	ctx := context.Background()
-	body, err := files.NewTarGzReader(ctx, "/vercel/sandbox", entries,
+	out, err := os.Create("myproject.tar.gz")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer out.Close()
+	err = files.WriteTarGz(context.Background(), out, "/vercel/sandbox", entries,
 		files.WithLevel(gzip.BestSpeed),
 		files.WithProgress(func(p files.Progress) {
 			fmt.Fprintf(os.Stderr, "%d/%d bytes (%s)\n", p.Bytes, p.TotalBytes, p.Name)
@@ -79,12 +67,4 @@ func ExampleNewTarGzReader() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer body.Close()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://example.invalid/fs/write", body)
-	if err != nil {
-		log.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/gzip")
-	req.Header.Set("X-Cwd", "/")
-	_ = req // send it with an *http.Client
 }

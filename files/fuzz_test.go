@@ -36,7 +36,7 @@ func FuzzTarRoundTrip(f *testing.F) {
 			// Each entry gets a different slice of the content.
 			c := content[min(i, len(content)):]
 			entries = append(entries, FromBytes(n, c).WithMode(fileModeBits(mode)))
-			if name, err := EntryName(cwd, n); err == nil {
+			if name, err := archiveName(cwd, n); err == nil {
 				want[name] = string(c)
 			}
 		}

@@ -15,7 +15,7 @@ import (
 )
 
 // TestBoundedMemory streams 1 GiB of generated content through
-// NewTarGzReader and checks that the heap does not grow with it. It is not
+// newTarGzReader and checks that the heap does not grow with it. It is not
 // parallel on purpose: parallel tests are paused while it runs, so their
 // allocations do not disturb the measurement.
 func TestBoundedMemory(t *testing.T) {
@@ -44,7 +44,7 @@ func testBoundedMemory(t *testing.T, level int) {
 	}
 	entries = append(entries, FromString("data/README", "generated\n"))
 
-	wantLen, err := NoCompressionSize(cwd, entries)
+	wantLen, err := noCompressionSize(cwd, entries)
 	require.NoError(t, err)
 
 	runtime.GC()
@@ -83,7 +83,7 @@ func testBoundedMemory(t *testing.T, level int) {
 
 	start := time.Now()
 	var last Progress
-	rc, err := NewTarGzReader(context.Background(), cwd, entries,
+	rc, err := newTarGzReader(context.Background(), cwd, entries,
 		WithLevel(level), WithProgress(func(p Progress) { last = p }))
 	require.NoError(t, err)
 	n, err := io.Copy(io.Discard, rc)
@@ -104,7 +104,7 @@ func testBoundedMemory(t *testing.T, level int) {
 
 	assert.Greater(t, n, int64(total))
 	if level == gzip.NoCompression {
-		assert.Equal(t, wantLen, n, "NoCompressionSize")
+		assert.Equal(t, wantLen, n, "noCompressionSize")
 	}
 	assert.True(t, last.Done)
 	assert.Equal(t, int64(total+len("generated\n")), last.Bytes)

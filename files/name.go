@@ -8,7 +8,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
-// EntryName returns the archive entry name of the sandbox path p, as the
+// archiveName returns the archive entry name of the sandbox path p, as the
 // official SDK computes it for fs/write (whose extraction directory is "/"):
 // a relative p is joined onto cwd, the session's absolute working directory;
 // an absolute p is cleaned ("//", "." and ".." collapsed); the result is made
@@ -22,7 +22,7 @@ import (
 // relative. An empty p, a NUL byte, a relative p with a cwd that is not
 // absolute, and a path that resolves to "/" itself are refused with an
 // *apierr.InputError (errors.Is(err, apierr.ErrInvalidInput)).
-func EntryName(cwd, p string) (string, error) {
+func archiveName(cwd, p string) (string, error) {
 	name, field, reason := entryName(cwd, p)
 	if reason != "" {
 		return "", apierr.Invalid(field, "%s", reason)
@@ -30,7 +30,7 @@ func EntryName(cwd, p string) (string, error) {
 	return name, nil
 }
 
-// entryName implements EntryName; on failure it returns the field at fault
+// entryName implements archiveName; on failure it returns the field at fault
 // ("path" or "cwd") and the reason.
 func entryName(cwd, p string) (name, field, reason string) {
 	switch {

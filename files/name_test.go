@@ -43,7 +43,7 @@ func TestEntryName(t *testing.T) {
 		{cwd, "..a", "vercel/sandbox/..a"},
 	}
 	for _, tt := range tests {
-		got, err := EntryName(tt.cwd, tt.p)
+		got, err := archiveName(tt.cwd, tt.p)
 		if assert.NoError(t, err, "cwd %q path %q", tt.cwd, tt.p) {
 			assert.Equal(t, tt.want, got, "cwd %q path %q", tt.cwd, tt.p)
 		}
@@ -67,7 +67,7 @@ func TestEntryNameErrors(t *testing.T) {
 		{"/a\x00", "rel", "cwd"},
 	}
 	for _, tt := range tests {
-		_, err := EntryName(tt.cwd, tt.p)
+		_, err := archiveName(tt.cwd, tt.p)
 		require.Error(t, err, "cwd %q path %q", tt.cwd, tt.p)
 		assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 		var ie *apierr.InputError
@@ -99,7 +99,7 @@ func FuzzEntryName(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, cwd, p string) {
-		name, err := EntryName(cwd, p)
+		name, err := archiveName(cwd, p)
 		if err != nil {
 			var ie *apierr.InputError
 			if !errors.As(err, &ie) {
@@ -113,7 +113,7 @@ func FuzzEntryName(f *testing.F) {
 			full = path.Join(cwd, p)
 		}
 		if want := path.Clean(full); "/"+name != want {
-			t.Fatalf("EntryName(%q, %q) = %q, want %q", cwd, p, name, want[1:])
+			t.Fatalf("archiveName(%q, %q) = %q, want %q", cwd, p, name, want[1:])
 		}
 	})
 }

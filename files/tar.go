@@ -10,10 +10,10 @@ import (
 	"io"
 	"math"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/bodypipe"
 )
 
 // DefaultProgressInterval is the least time between two progress reports
@@ -36,7 +36,7 @@ type Progress struct {
 	Done       bool   // the archive is complete (the last report)
 }
 
-// Option configures WriteTarGz and NewTarGzReader.
+// Option configures WriteTarGz.
 type Option func(*config)
 
 type config struct {
@@ -95,14 +95,18 @@ type plan struct {
 	total   int64
 }
 
-// Validate checks entries as the writers do before writing anything: every
-// entry must come from a constructor, have a destination that EntryName
-// accepts (relative paths need an absolute cwd), a size of zero or more and
+// Validate checks entries and options as WriteTarGz does before writing
+// anything: the options must be valid; every entry must come from a
+// constructor, have a valid sandbox path (relative paths need an absolute
+// cwd), a size of zero or more and
 // a valid mode (see Entry.WithMode); no two entries may have the same
 // archive name, and no entry may be a parent directory of another. Problems
 // are reported as an *apierr.InputError naming the field, e.g.
 // "entries[3].Path".
-func Validate(cwd string, entries []Entry) error {
+func Validate(cwd string, entries []Entry, opts ...Option) error {
+	if _, err := newConfig(opts); err != nil {
+		return err
+	}
 	_, err := newPlan(cwd, entries)
 	return err
 }
@@ -162,7 +166,7 @@ func newPlan(cwd string, entries []Entry) (*plan, error) {
 
 // WriteTarGz writes the entries as a gzip-compressed tar archive into w, in
 // the format of fs/write: one regular-file entry per Entry, named by
-// EntryName(cwd, path), with the entry's mode, uid and gid 0, and a common
+// archiveName(cwd, path), with the entry's mode, uid and gid 0, and a common
 // modification time; USTAR headers, PAX records for long or non-ASCII names.
 //
 // Entries are validated first (see Validate); nothing is written if one is
@@ -205,12 +209,12 @@ func (p *plan) header(i int, mtime time.Time) *tar.Header {
 	}
 }
 
-// NoCompressionSize returns the exact length of the archive that WriteTarGz
-// and NewTarGzReader produce for these entries and options with
+// noCompressionSize returns the exact length of the archive that WriteTarGz
+// produces for these entries and options with
 // WithLevel(gzip.NoCompression) (the level given in opts is ignored). It lets
 // an upload declare its Content-Length while still streaming. Contents are
 // not read. Compressed sizes cannot be known before compressing.
-func NoCompressionSize(cwd string, entries []Entry, opts ...Option) (int64, error) {
+func noCompressionSize(cwd string, entries []Entry, opts ...Option) (int64, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return 0, err
@@ -412,20 +416,10 @@ func (pr *progress) report(done bool) {
 	pr.fn(pr.p)
 }
 
-// NewTarGzReader returns the archive that WriteTarGz would write, as a
-// reader: suitable as a streaming HTTP request body. The entries are
-// validated now (see Validate). The archive is produced by one goroutine
-// that starts at the first Read and writes through an io.Pipe, so nothing is
-// buffered beyond a few small fixed buffers.
-//
-// When ctx ends, Read returns ctx.Err() and the goroutine stops. A source or
-// size error ends the stream with that error. Close stops the goroutine and
-// waits for it to end (which it does as soon as a blocked Read of a source
-// returns); it must be called when the reader is no longer used, after a
-// complete read too. Read after Close returns io.ErrClosedPipe.
-//
-// An archive of entries that are not Replayable can be read only once.
-func NewTarGzReader(ctx context.Context, cwd string, entries []Entry, opts ...Option) (io.ReadCloser, error) {
+// newTarGzReader returns the archive that WriteTarGz would write, as a
+// reader that produces it while it is read (see bodypipe.New). An archive
+// of entries that are not replayable can be read only once.
+func newTarGzReader(ctx context.Context, cwd string, entries []Entry, opts ...Option) (io.ReadCloser, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
@@ -434,46 +428,5 @@ func NewTarGzReader(ctx context.Context, cwd string, entries []Entry, opts ...Op
 	if err != nil {
 		return nil, err
 	}
-	pr, pw := io.Pipe()
-	return &tarGzReader{ctx: ctx, plan: p, cfg: cfg, pr: pr, pw: pw, done: make(chan struct{})}, nil
-}
-
-type tarGzReader struct {
-	ctx     context.Context
-	plan    *plan
-	cfg     config
-	pr      *io.PipeReader
-	pw      *io.PipeWriter
-	start   sync.Once
-	started bool
-	done    chan struct{}
-}
-
-func (r *tarGzReader) run() {
-	defer close(r.done)
-	// A cancelled ctx ends the stream at once, even while the writer is
-	// blocked in the pipe waiting for a reader that no longer reads.
-	stop := context.AfterFunc(r.ctx, func() { r.pw.CloseWithError(r.ctx.Err()) })
-	err := r.plan.write(r.ctx, r.pw, r.cfg)
-	stop()
-	_ = r.pw.CloseWithError(err) // nil closes with io.EOF
-}
-
-// Read implements io.Reader.
-func (r *tarGzReader) Read(b []byte) (int, error) {
-	r.start.Do(func() {
-		r.started = true
-		go r.run()
-	})
-	return r.pr.Read(b)
-}
-
-// Close implements io.Closer.
-func (r *tarGzReader) Close() error {
-	r.start.Do(func() {}) // no goroutine may start after Close
-	_ = r.pr.Close()
-	if r.started {
-		<-r.done
-	}
-	return nil
+	return bodypipe.New(ctx, func(ctx context.Context, w io.Writer) error { return p.write(ctx, w, cfg) }), nil
 }

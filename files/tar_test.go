@@ -182,7 +182,7 @@ func TestValidate(t *testing.T) {
 			var buf bytes.Buffer
 			assert.ErrorIs(t, WriteTarGz(context.Background(), &buf, tt.cwd, tt.entries), apierr.ErrInvalidInput)
 			assert.Zero(t, buf.Len())
-			rc, err := NewTarGzReader(context.Background(), tt.cwd, tt.entries)
+			rc, err := newTarGzReader(context.Background(), tt.cwd, tt.entries)
 			assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 			assert.Nil(t, rc)
 		})
@@ -277,8 +277,8 @@ func TestFromReaderIsOneShot(t *testing.T) {
 	e := FromReader("r", strings.NewReader("abc"), 3)
 	entries := []Entry{FromString("s", "x"), e}
 	assert.False(t, e.Replayable())
-	assert.False(t, Replayable(entries))
-	assert.True(t, Replayable(entries[:1]))
+	assert.False(t, replayable(entries))
+	assert.True(t, replayable(entries[:1]))
 	_ = archive(t, entries)
 	err := WriteTarGz(context.Background(), io.Discard, cwd, entries)
 	assert.ErrorIs(t, err, ErrConsumed)
@@ -291,12 +291,12 @@ func TestReplayableArchivesAreIdentical(t *testing.T) {
 	f, err := FromFile("f", local)
 	require.NoError(t, err)
 	entries := []Entry{FromString("s", "x"), FromBytes("b", []byte("y")), f}
-	require.True(t, Replayable(entries))
+	require.True(t, replayable(entries))
 	opt := WithModTime(time.Unix(1767000000, 0))
 	first := archive(t, entries, opt)
 	assert.Equal(t, first, archive(t, entries, opt))
 
-	rc, err := NewTarGzReader(context.Background(), cwd, entries, opt)
+	rc, err := newTarGzReader(context.Background(), cwd, entries, opt)
 	require.NoError(t, err)
 	viaReader, err := io.ReadAll(rc)
 	require.NoError(t, err)
@@ -365,11 +365,11 @@ func TestAccessorsAndTotalSize(t *testing.T) {
 		FromReader("c", strings.NewReader(""), 7),
 		FromReader("d", strings.NewReader(""), -5),
 	}
-	assert.Equal(t, int64(20), TotalSize(entries))
+	assert.Equal(t, int64(20), totalSize(entries))
 	assert.Equal(t, "/b", entries[1].Path())
 	assert.Equal(t, DefaultMode, entries[2].Mode())
 	assert.Equal(t, int64(7), entries[2].Size())
-	assert.Zero(t, TotalSize(nil))
+	assert.Zero(t, totalSize(nil))
 }
 
 func TestProgress(t *testing.T) {
@@ -476,7 +476,7 @@ func TestReaderCancelWhileReading(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rc, err := NewTarGzReader(ctx, cwd, []Entry{FromReader("big", newPatternReader(1<<30), 1<<30)}, WithLevel(gzip.BestSpeed))
+	rc, err := newTarGzReader(ctx, cwd, []Entry{FromReader("big", newPatternReader(1<<30), 1<<30)}, WithLevel(gzip.BestSpeed))
 	require.NoError(t, err)
 	buf := make([]byte, 32<<10)
 	for range 10 {
@@ -497,7 +497,7 @@ func TestReaderCancelWhileReading(t *testing.T) {
 func TestReaderCancelWhileNotReading(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	rc, err := NewTarGzReader(ctx, cwd, []Entry{FromReader("big", newPatternReader(1<<30), 1<<30)})
+	rc, err := newTarGzReader(ctx, cwd, []Entry{FromReader("big", newPatternReader(1<<30), 1<<30)})
 	require.NoError(t, err)
 	_, err = rc.Read(make([]byte, 100)) // starts the writer, which then blocks in the pipe
 	require.NoError(t, err)
@@ -518,7 +518,7 @@ func TestReaderCancelWhileNotReading(t *testing.T) {
 
 func TestReaderCloseMidStream(t *testing.T) {
 	t.Parallel()
-	rc, err := NewTarGzReader(context.Background(), cwd, []Entry{FromReader("big", newPatternReader(1<<30), 1<<30)})
+	rc, err := newTarGzReader(context.Background(), cwd, []Entry{FromReader("big", newPatternReader(1<<30), 1<<30)})
 	require.NoError(t, err)
 	_, err = io.ReadFull(rc, make([]byte, 256<<10))
 	require.NoError(t, err)
@@ -533,7 +533,7 @@ func TestReaderCloseMidStream(t *testing.T) {
 func TestReaderCloseWithoutRead(t *testing.T) {
 	t.Parallel()
 	e := FromReader("r", strings.NewReader("abc"), 3)
-	rc, err := NewTarGzReader(context.Background(), cwd, []Entry{e})
+	rc, err := newTarGzReader(context.Background(), cwd, []Entry{e})
 	require.NoError(t, err)
 	require.NoError(t, rc.Close())
 	_, err = rc.Read(make([]byte, 10))
@@ -545,7 +545,7 @@ func TestReaderCloseWithoutRead(t *testing.T) {
 func TestReaderCancelledBeforeRead(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	rc, err := NewTarGzReader(ctx, cwd, []Entry{FromString("a", "b")})
+	rc, err := newTarGzReader(ctx, cwd, []Entry{FromString("a", "b")})
 	require.NoError(t, err)
 	cancel()
 	_, err = io.ReadAll(rc)
@@ -555,7 +555,7 @@ func TestReaderCancelledBeforeRead(t *testing.T) {
 
 func TestReaderReportsEntryErrors(t *testing.T) {
 	t.Parallel()
-	rc, err := NewTarGzReader(context.Background(), cwd, []Entry{FromReader("r", strings.NewReader("ab"), 3)})
+	rc, err := newTarGzReader(context.Background(), cwd, []Entry{FromReader("r", strings.NewReader("ab"), 3)})
 	require.NoError(t, err)
 	_, err = io.ReadAll(rc)
 	assert.ErrorIs(t, err, ErrSizeMismatch)
@@ -565,7 +565,7 @@ func TestReaderReportsEntryErrors(t *testing.T) {
 func TestReaderConcurrentClose(t *testing.T) {
 	t.Parallel()
 	for range 20 {
-		rc, err := NewTarGzReader(context.Background(), cwd, []Entry{FromReader("big", newPatternReader(64<<20), 64<<20)})
+		rc, err := newTarGzReader(context.Background(), cwd, []Entry{FromReader("big", newPatternReader(64<<20), 64<<20)})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		wg.Add(2)
@@ -599,7 +599,7 @@ func TestNoCompressionSize(t *testing.T) {
 	for name, entries := range sets {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			want, err := NoCompressionSize(cwd, entries, WithLevel(gzip.BestCompression))
+			want, err := noCompressionSize(cwd, entries, WithLevel(gzip.BestCompression))
 			require.NoError(t, err)
 			var buf bytes.Buffer
 			require.NoError(t, WriteTarGz(context.Background(), &buf, cwd, entries, WithLevel(gzip.NoCompression)))
@@ -609,12 +609,12 @@ func TestNoCompressionSize(t *testing.T) {
 	// Exact multiples of the stored block size, around the boundary.
 	for _, n := range []int64{65535 - 1536 - 512, 65535 - 1536 - 512 + 1, 2*65535 - 1536 - 512} {
 		e := []Entry{FromBytes("f", make([]byte, n))}
-		want, err := NoCompressionSize(cwd, e)
+		want, err := noCompressionSize(cwd, e)
 		require.NoError(t, err)
 		var buf bytes.Buffer
 		require.NoError(t, WriteTarGz(context.Background(), &buf, cwd, e, WithLevel(gzip.NoCompression)))
 		assert.Equal(t, want, int64(buf.Len()), "content %d", n)
 	}
-	_, err := NoCompressionSize(cwd, []Entry{{}})
+	_, err := noCompressionSize(cwd, []Entry{{}})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 }

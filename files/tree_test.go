@@ -27,7 +27,7 @@ func summarize(t *testing.T, entries []Entry) summary {
 		got[name] = c
 	}
 	for _, e := range entries {
-		name, err := EntryName(cwd, e.Path())
+		name, err := archiveName(cwd, e.Path())
 		require.NoError(t, err)
 		got[name] += " " + e.Mode().String()
 	}

@@ -22,11 +22,11 @@ func TestDefaultScriptExecutor(t *testing.T) {
 	sb, err := srv.Client().Create(ctx, sandbox.CreateParams{})
 	require.NoError(t, err)
 
-	out, err := sb.Output(ctx, sandbox.Command("greet"))
+	out, err := sb.Output(ctx, &command.Cmd{Name: "greet"})
 	require.NoError(t, err)
 	assert.Equal(t, "hello\n", string(out))
 
-	_, err = sb.Output(ctx, sandbox.Command("unknown"))
+	_, err = sb.Output(ctx, &command.Cmd{Name: "unknown"})
 	var ee *command.ExitError
 	require.True(t, errors.As(err, &ee))
 	assert.Equal(t, 127, ee.ExitCode)

@@ -21,7 +21,7 @@ func TestStartWaitOutput(t *testing.T) {
 	e.handle("job", sandboxtest.Steps{}.Stdout("out 1\n").Stderr("err 1\n").Await(gate).Stdout("out 2\n").Exit(4))
 	sb := e.create("detached")
 
-	h, err := sb.Start(t.Context(), sandbox.Command("job", "--fast"))
+	h, err := sb.Start(t.Context(), &command.Cmd{Name: "job", Args: []string{"--fast"}})
 	require.NoError(t, err)
 	assert.NotEmpty(t, h.ID())
 	assert.Equal(t, sb.SessionID(), h.SessionID())
@@ -54,7 +54,7 @@ func TestLogsReplayFromTheStart(t *testing.T) {
 	e := newEnv(t)
 	e.handle("job", sandboxtest.Steps{}.Stdout("a").Stderr("b").Stdout("c"))
 	sb := e.create("logs")
-	h, err := sb.Start(t.Context(), sandbox.Command("job"))
+	h, err := sb.Start(t.Context(), &command.Cmd{Name: "job"})
 	require.NoError(t, err)
 	_, err = h.Wait(t.Context())
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ func TestLogsFollowARunningCommand(t *testing.T) {
 	gate := make(chan struct{})
 	e.handle("job", sandboxtest.Steps{}.Stdout("early\n").Await(gate).Stdout("late\n"))
 	sb := e.create("follow")
-	h, err := sb.Start(t.Context(), sandbox.Command("job"))
+	h, err := sb.Start(t.Context(), &command.Cmd{Name: "job"})
 	require.NoError(t, err)
 
 	var got []string
@@ -105,7 +105,7 @@ func TestKillDefaultsToSIGTERM(t *testing.T) {
 	e := newEnv(t)
 	e.handle("server", sandboxtest.Steps{}.Stdout("up\n").Block())
 	sb := e.create("kill")
-	h, err := sb.Start(t.Context(), sandbox.Command("server"))
+	h, err := sb.Start(t.Context(), &command.Cmd{Name: "server"})
 	require.NoError(t, err)
 
 	require.NoError(t, h.Kill(t.Context(), 0))
@@ -128,7 +128,7 @@ func TestReattachFromAnotherClient(t *testing.T) {
 	gate := make(chan struct{})
 	e.handle("train", sandboxtest.Steps{}.Stdout("epoch 1\n").Await(gate).Stdout("epoch 2\n").Stderr("done\n"))
 	sb := e.create("worker")
-	h, err := sb.Start(t.Context(), sandbox.Command("train"))
+	h, err := sb.Start(t.Context(), &command.Cmd{Name: "train"})
 	require.NoError(t, err)
 
 	// Stored as text by one process...

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -117,7 +118,7 @@ func TestRunOutcomeUnknownIsNotResent(t *testing.T) {
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "unsafe"})
 	require.NoError(t, err)
 
-	res, err := sb.Run(t.Context(), sandbox.Command("echo", "once"))
+	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"once"}})
 	assert.Nil(t, res)
 	require.ErrorIs(t, err, sandbox.ErrUnknownResult)
 	var ou *sandbox.OutcomeUnknownError
@@ -134,13 +135,13 @@ func TestRunOutcomeUnknownIsNotResent(t *testing.T) {
 	assert.Zero(t, e.srv.CommandCount(), "nothing ran")
 
 	// Start is just as careful.
-	_, err = sb.Start(t.Context(), sandbox.Command("echo"))
+	_, err = sb.Start(t.Context(), &command.Cmd{Name: "echo"})
 	require.NoError(t, err, "the proxy fails only the first command")
 	assert.Equal(t, 2, n.get("cmd"))
 	assert.Equal(t, 1, e.srv.CommandCount())
 }
 
-func TestCreateOutcomeUnknownIsNotResent(t *testing.T) {
+func TestCreateOutcomeUnknownFindsTheSandbox(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var n counter
@@ -153,19 +154,36 @@ func TestCreateOutcomeUnknownIsNotResent(t *testing.T) {
 			return
 		}
 		next.ServeHTTP(w, r)
-	})
+	}, sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: time.Millisecond}))
+	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "lost"})
+	require.NoError(t, err, "the lookup finds what the lost create made")
+	assert.Equal(t, "lost", sb.Name())
+	assert.Equal(t, sandbox.StatusRunning, sb.Session().Status)
+	assert.Equal(t, 1, n.get("create"), "the create was not sent twice")
+	assert.Len(t, e.srv.Sandboxes(), 1, "never two sandboxes")
+}
+
+func TestCreateOutcomeStaysUnknown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var n counter
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.Method == http.MethodPost {
+			n.inc("create")
+			writeAPIError(w, http.StatusBadGateway, "bad_gateway", "lost")
+			return
+		}
+		if r.Method == http.MethodGet {
+			writeAPIError(w, http.StatusForbidden, "forbidden", "no lookups")
+			return
+		}
+		next.ServeHTTP(w, r)
+	}, sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: time.Millisecond}))
 	_, err := c.Create(t.Context(), sandbox.CreateParams{Name: "lost"})
 	var ou *sandbox.OutcomeUnknownError
-	require.ErrorAs(t, err, &ou)
+	require.ErrorAs(t, err, &ou, "what may have been created is said, with its name")
 	assert.Equal(t, "lost", ou.SandboxName)
-	assert.Equal(t, 1, n.get("create"))
-	assert.Len(t, e.srv.Sandboxes(), 1)
-
-	// Recovery: the caller looks for it by name.
-	sb, err := c.GetOrCreate(t.Context(), sandbox.CreateParams{Name: "lost"})
-	require.NoError(t, err)
-	assert.Equal(t, sandbox.StatusRunning, sb.Session().Status)
-	assert.Len(t, e.srv.Sandboxes(), 1)
+	assert.Equal(t, 1, n.get("create"), "no create is resent before the name was looked up")
 }
 
 type discardWriter struct{ h http.Header }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
@@ -68,7 +69,7 @@ func ExampleSandbox_Run() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cmd := sandbox.Command("echo", "hello")
+	cmd := &command.Cmd{Name: "echo", Args: []string{"hello"}}
 	cmd.Stdout = os.Stdout // output is streamed as it arrives
 	res, err := sb.Run(ctx, cmd)
 	if err != nil {
@@ -94,7 +95,7 @@ func ExampleSandbox_Start() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := sb.Start(ctx, sandbox.Command("npm", "run", "build"))
+	h, err := sb.Start(ctx, &command.Cmd{Name: "npm", Args: []string{"run", "build"}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func ExampleSandbox_WriteFiles() {
 	// debug=false
 }
 
-func ExampleClient_StopSession() {
+func ExampleClient_Stop() {
 	client, stop := fake(sandboxtest.NewScript())
 	defer stop()
 	ctx := context.Background()
@@ -160,7 +161,7 @@ func ExampleClient_StopSession() {
 	// Another process knows only the session id it stored.
 	sessionID := sb.SessionID()
 
-	res, err := client.StopSession(ctx, sessionID)
+	res, err := client.Stop(ctx, sessionID)
 	if err != nil {
 		log.Fatal(err)
 	}

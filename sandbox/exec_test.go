@@ -35,7 +35,7 @@ func TestRunStreamsOutputInOrderBeforeTheEnd(t *testing.T) {
 	sb := e.create("stream")
 
 	out := newChunks()
-	cmd := sandbox.Command("build")
+	cmd := &command.Cmd{Name: "build"}
 	cmd.Stdout, cmd.Stderr = out.writer("stdout"), out.writer("stderr")
 	type result struct {
 		res *command.Result
@@ -90,7 +90,7 @@ func TestRunCaptureLimit(t *testing.T) {
 	sb := e.create("cap")
 
 	var seen bytes.Buffer
-	cmd := sandbox.Command("noisy")
+	cmd := &command.Cmd{Name: "noisy"}
 	cmd.CaptureLimit = 10
 	cmd.Stdout = &seen
 	res, err := sb.Run(t.Context(), cmd)
@@ -117,7 +117,7 @@ func TestRunNonZeroExit(t *testing.T) {
 	e.handle("fail", sandboxtest.Reply{Stdout: "partial\n", Stderr: "step 1\nboom: disk full\n", ExitCode: 3})
 	sb := e.create("exit")
 
-	res, err := sb.Run(t.Context(), sandbox.Command("fail"))
+	res, err := sb.Run(t.Context(), &command.Cmd{Name: "fail"})
 	require.Error(t, err)
 	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee)
@@ -127,11 +127,11 @@ func TestRunNonZeroExit(t *testing.T) {
 	assert.Contains(t, err.Error(), "boom: disk full")
 	assert.False(t, res.Success())
 
-	out, err := sb.Output(t.Context(), sandbox.Command("fail"))
+	out, err := sb.Output(t.Context(), &command.Cmd{Name: "fail"})
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, "partial\n", string(out))
 
-	both, err := sb.CombinedOutput(t.Context(), sandbox.Command("fail"))
+	both, err := sb.CombinedOutput(t.Context(), &command.Cmd{Name: "fail"})
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, "partial\nstep 1\nboom: disk full\n", string(both))
 }
@@ -166,7 +166,7 @@ func TestRunTenMiBLine(t *testing.T) {
 	sb := e.create("big")
 
 	w := &countingWriter{h: sha256.New()}
-	cmd := sandbox.Command("big")
+	cmd := &command.Cmd{Name: "big"}
 	cmd.Stdout = w
 	res, err := sb.Run(t.Context(), cmd)
 	require.NoError(t, err)
@@ -216,9 +216,9 @@ func TestRunRequestBody(t *testing.T) {
 		Sudo: true, Timeout: 1500 * time.Millisecond, Dir: "/srv/app"}
 	_, err := sb.Run(t.Context(), cmd)
 	require.NoError(t, err)
-	_, err = sb.Run(t.Context(), sandbox.Command("node"))
+	_, err = sb.Run(t.Context(), &command.Cmd{Name: "node"})
 	require.NoError(t, err)
-	_, err = sb.Start(t.Context(), sandbox.Command("node"))
+	_, err = sb.Start(t.Context(), &command.Cmd{Name: "node"})
 	require.NoError(t, err)
 
 	reqs := requests(e.srv, http.MethodPost, "/cmd")
@@ -247,7 +247,7 @@ func TestRunInactivityTimeout(t *testing.T) {
 	e.handle("agent", sandboxtest.Steps{}.Stdout("thinking\n").Block())
 	sb := e.create("idle")
 
-	cmd := sandbox.Command("agent")
+	cmd := &command.Cmd{Name: "agent"}
 	cmd.InactivityTimeout = 500 * time.Millisecond
 	res, err := sb.Run(ctxTimeout(t, 30*time.Second), cmd)
 	assert.Nil(t, res)
@@ -278,7 +278,7 @@ func TestRunKillOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	out := newChunks()
-	cmd := sandbox.Command("serve")
+	cmd := &command.Cmd{Name: "serve"}
 	cmd.KillOnCancel = true
 	cmd.Stdout = out.writer("stdout")
 	go func() {
@@ -308,7 +308,7 @@ func TestRunCancelWithoutKillLeavesCommandRunning(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	out := newChunks()
-	cmd := sandbox.Command("serve")
+	cmd := &command.Cmd{Name: "serve"}
 	cmd.Stdout = out.writer("stdout")
 	go func() {
 		<-out.first
@@ -339,7 +339,7 @@ func TestRunWriterErrorStopsTheRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("werr")
-	cmd := sandbox.Command("echo", "x")
+	cmd := &command.Cmd{Name: "echo", Args: []string{"x"}}
 	boom := errors.New("disk full")
 	cmd.Stdout = failingWriter{boom}
 	_, err := sb.Run(t.Context(), cmd)
@@ -355,7 +355,7 @@ func TestRunPerCommandTimeout(t *testing.T) {
 	e := newEnv(t)
 	e.handle("hang", sandboxtest.Steps{}.Block())
 	sb := e.create("tmo")
-	cmd := sandbox.Command("hang")
+	cmd := &command.Cmd{Name: "hang"}
 	cmd.Timeout = 100 * time.Millisecond
 	res, err := sb.Run(t.Context(), cmd)
 	var ee *command.ExitError
@@ -377,7 +377,7 @@ func TestStreamsNotCutByClientTimeout(t *testing.T) {
 	require.NoError(t, err)
 
 	out := newChunks()
-	cmd := sandbox.Command("slow")
+	cmd := &command.Cmd{Name: "slow"}
 	cmd.Stdout = out.writer("stdout")
 	go func() {
 		<-out.first
@@ -390,7 +390,7 @@ func TestStreamsNotCutByClientTimeout(t *testing.T) {
 
 	gate2 := make(chan struct{})
 	e.script.Override(sandboxtest.MatchName("slow"), sandboxtest.Steps{}.Await(gate2).Exit(5))
-	h, err := sb.Start(t.Context(), sandbox.Command("slow"))
+	h, err := sb.Start(t.Context(), &command.Cmd{Name: "slow"})
 	require.NoError(t, err)
 	time.AfterFunc(3*limit, func() { close(gate2) })
 	res, err = h.Wait(t.Context())
@@ -404,7 +404,7 @@ func TestWaitHonorsContext(t *testing.T) {
 	e := newEnv(t)
 	e.handle("forever", sandboxtest.Steps{}.Block())
 	sb := e.create("wait")
-	h, err := sb.Start(t.Context(), sandbox.Command("forever"))
+	h, err := sb.Start(t.Context(), &command.Cmd{Name: "forever"})
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
@@ -425,7 +425,7 @@ func TestEnvIsLayered(t *testing.T) {
 	e.handle("env", sandboxtest.EnvHandler())
 	sb, err := e.c.Create(t.Context(), sandbox.CreateParams{Env: map[string]string{"A": "sandbox", "B": "sandbox"}})
 	require.NoError(t, err)
-	cmd := sandbox.Command("env")
+	cmd := &command.Cmd{Name: "env"}
 	cmd.Env = map[string]string{"B": "command", "C": "command"}
 	out, err := sb.Output(t.Context(), cmd)
 	require.NoError(t, err)

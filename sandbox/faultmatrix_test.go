@@ -69,7 +69,7 @@ func TestFaultRunCommand500IsNotResent(t *testing.T) {
 			sb := e.create("")
 			e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Status: 500, Times: 1, AfterHandler: after})
 
-			res, err := sb.Run(t.Context(), sandbox.Command("job"))
+			res, err := sb.Run(t.Context(), &command.Cmd{Name: "job"})
 			assert.Nil(t, res, "no invented result")
 			var ou *sandbox.OutcomeUnknownError
 			require.ErrorAs(t, err, &ou)
@@ -88,7 +88,7 @@ func TestFaultRunCommand500IsNotResent(t *testing.T) {
 
 			// Start (detached) is just as careful.
 			e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Status: 502, Times: 1, AfterHandler: after})
-			_, err = sb.Start(t.Context(), sandbox.Command("job"))
+			_, err = sb.Start(t.Context(), &command.Cmd{Name: "job"})
 			require.ErrorAs(t, err, &ou)
 			assert.Len(t, requests(e.srv, "POST", "/cmd"), 2)
 			assert.Equal(t, 2*want, e.srv.CommandCount())
@@ -117,7 +117,7 @@ func TestFaultResetBeforeAnswer(t *testing.T) {
 			e.handle("job", jobSteps)
 			sb := e.create("")
 			e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Reset: sandboxtest.ResetBeforeHeaders, Times: 1, AfterHandler: after})
-			res, err := sb.Run(t.Context(), sandbox.Command("job"))
+			res, err := sb.Run(t.Context(), &command.Cmd{Name: "job"})
 			assert.Nil(t, res)
 			var ou *sandbox.OutcomeUnknownError
 			require.ErrorAs(t, err, &ou, "a reset leaves the outcome open")
@@ -170,7 +170,7 @@ func TestFaultResetMidStream(t *testing.T) {
 	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Reset: sandboxtest.ResetAfterHeaders, AfterFrames: 3})
 
 	var out bytes.Buffer
-	cmd := sandbox.Command("job")
+	cmd := &command.Cmd{Name: "job"}
 	cmd.Stdout = &out
 	res, err := sb.Run(t.Context(), cmd)
 	assert.Nil(t, res, "no invented exit code")
@@ -202,7 +202,7 @@ func TestFaultStreamCutBeforeFinalFrame(t *testing.T) {
 	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Cut: true, AfterFrames: 4})
 
 	var out bytes.Buffer
-	cmd := sandbox.Command("job")
+	cmd := &command.Cmd{Name: "job"}
 	cmd.Stdout = &out
 	res, err := sb.Run(t.Context(), cmd)
 	assert.Nil(t, res, "no invented exit code")
@@ -227,7 +227,7 @@ func TestFaultLogStreamCutWhileRunning(t *testing.T) {
 	release := make(chan struct{})
 	e.handle("job", sandboxtest.Steps{}.Stdout("a\n").Stdout("b\n").Await(release).Exit(0))
 	sb := e.create("")
-	h, err := sb.Start(t.Context(), sandbox.Command("job"))
+	h, err := sb.Start(t.Context(), &command.Cmd{Name: "job"})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		out, _, _ := e.srv.Output(h.ID())
@@ -264,7 +264,7 @@ func TestFaultStalledBodyFiresInactivityTimeout(t *testing.T) {
 	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Stall: time.Hour, AfterFrames: 2})
 
 	var out bytes.Buffer
-	cmd := sandbox.Command("job")
+	cmd := &command.Cmd{Name: "job"}
 	cmd.Stdout = &out
 	cmd.InactivityTimeout = 300 * time.Millisecond
 	start := time.Now()
@@ -305,7 +305,7 @@ func TestFaultGoneBeforeCommandStartReplaysOnce(t *testing.T) {
 	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Expire: true, Times: 1})
 
 	// The 410 is a refusal: nothing ran, so the command is sent again, once.
-	out, err := sb.Output(t.Context(), sandbox.Command("echo", "hi"))
+	out, err := sb.Output(t.Context(), &command.Cmd{Name: "echo", Args: []string{"hi"}})
 	require.NoError(t, err)
 	assert.Equal(t, "hi\n", string(out))
 	assert.Equal(t, []int{410, 200}, statuses(e.srv, "POST", "/cmd"))
@@ -320,7 +320,7 @@ func TestFaultGoneDuringStreamIsNotReplayed(t *testing.T) {
 	sb := e.create("")
 	sid := sb.SessionID()
 	ch := newChunks()
-	cmd := sandbox.Command("job")
+	cmd := &command.Cmd{Name: "job"}
 	cmd.Stdout = ch.writer("stdout")
 	done := make(chan error, 1)
 	go func() {
@@ -365,7 +365,7 @@ func TestFaultMalformedJSONIsDecodeError(t *testing.T) {
 	// On a command start, the command ran but its id is lost; the call is
 	// not repeated.
 	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Body: `{"command":{"id":`, AfterHandler: true, Times: 1})
-	_, err = sb.Start(t.Context(), sandbox.Command("echo", "x"))
+	_, err = sb.Start(t.Context(), &command.Cmd{Name: "echo", Args: []string{"x"}})
 	require.ErrorIs(t, err, sandbox.ErrDecode)
 	assert.Equal(t, 1, e.srv.CommandCount())
 	assert.Len(t, requests(e.srv, "POST", "/cmd"), 1)
@@ -382,7 +382,7 @@ func TestFaultTenMiBLineDeliveredWhole(t *testing.T) {
 	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Stall: 50 * time.Millisecond, AfterFrames: 2, Times: 1})
 
 	var out bytes.Buffer
-	cmd := sandbox.Command("big")
+	cmd := &command.Cmd{Name: "big"}
 	cmd.Stdout = &out
 	cmd.CaptureLimit = -1
 	_, err := sb.Run(t.Context(), cmd)
@@ -433,7 +433,7 @@ func TestFaultTokenExpiresDuringLongRun(t *testing.T) {
 	c := e.srv.Client(sandbox.WithCredentials(provider), sandbox.WithMiddleware(record))
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{})
 	require.NoError(t, err)
-	h, err := sb.Start(t.Context(), sandbox.Command("train"))
+	h, err := sb.Start(t.Context(), &command.Cmd{Name: "train"})
 	require.NoError(t, err)
 
 	// An hour passes: the token the run started with has expired.
@@ -502,7 +502,7 @@ func TestFaultCancelAtEveryPhase(t *testing.T) {
 		before := len(e.srv.Requests())
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		_, err := sb.Run(ctx, sandbox.Command("echo", "x"))
+		_, err := sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"x"}})
 		require.ErrorIs(t, err, context.Canceled)
 		assert.Len(t, e.srv.Requests(), before, "nothing was sent")
 		assert.Zero(t, e.srv.CommandCount())
@@ -543,7 +543,7 @@ func TestFaultCancelAtEveryPhase(t *testing.T) {
 		e.handle("job", sandboxtest.Steps{}.Stdout("tick\n").Block())
 		sb := e.create("")
 		ch := newChunks()
-		cmd := sandbox.Command("job")
+		cmd := &command.Cmd{Name: "job"}
 		cmd.Stdout = ch.writer("stdout")
 		err := cancelWithin(t, -1, func(ctx context.Context) error {
 			ctx, cancel := context.WithCancel(ctx)
@@ -561,7 +561,7 @@ func TestFaultCancelAtEveryPhase(t *testing.T) {
 		e := newEnv(t)
 		e.handle("job", sandboxtest.Steps{}.Block())
 		sb := e.create("")
-		h, err := sb.Start(t.Context(), sandbox.Command("job"))
+		h, err := sb.Start(t.Context(), &command.Cmd{Name: "job"})
 		require.NoError(t, err)
 		err = cancelWithin(t, 100*time.Millisecond, func(ctx context.Context) error {
 			_, err := h.Wait(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/bodypipe"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
@@ -36,29 +37,36 @@ func (s *Sandbox) WriteFiles(ctx context.Context, entries []files.Entry, opts ..
 	// Fast compression unless the caller chose: the default level costs
 	// four times the CPU for a few percent, and nothing on random data.
 	opts = append([]files.Option{files.WithLevel(gzip.BestSpeed)}, opts...)
+	replayable := true
+	for _, e := range entries {
+		replayable = replayable && e.Replayable()
+	}
 	upload := func(sid string) error {
 		cwd := s.Cwd()
 		if !strings.HasPrefix(cwd, "/") {
 			return fmt.Errorf("vercel sandbox: session %s reports a working directory that is not absolute (%q)", sid, cwd)
 		}
-		if err := files.Validate(cwd, entries); err != nil {
+		if err := files.Validate(cwd, entries, opts...); err != nil {
 			return err
 		}
 		call := &httpcore.Call{Method: "POST", Path: sessionPath(sid) + "/fs/write", ContentType: wire.ContentGzip,
 			Header: map[string][]string{"X-Cwd": {"/"}}, Op: "write files", SandboxName: s.name, SessionID: sid, Stream: true}
-		if files.Replayable(entries) {
-			call.Body = func() (io.ReadCloser, error) { return files.NewTarGzReader(ctx, cwd, entries, opts...) }
+		// The archive is written while it is sent.
+		body := func() io.ReadCloser {
+			return bodypipe.New(ctx, func(ctx context.Context, w io.Writer) error {
+				return files.WriteTarGz(ctx, w, cwd, entries, opts...)
+			})
+		}
+		if replayable {
+			call.Body = func() (io.ReadCloser, error) { return body(), nil }
 		} else {
-			body, err := files.NewTarGzReader(ctx, cwd, entries, opts...)
-			if err != nil {
-				return err
-			}
-			defer body.Close()
-			call.OneShot = body
+			b := body()
+			defer b.Close()
+			call.OneShot = b
 		}
 		return s.c.core.JSON(ctx, call, nil)
 	}
-	if files.Replayable(entries) {
+	if replayable {
 		return s.withSession(ctx, upload)
 	}
 	// A one-shot body cannot be replayed after a 410, so resume first if
@@ -78,13 +86,22 @@ func (s *Sandbox) WriteFile(ctx context.Context, path string, data []byte) error
 	return s.WriteFiles(ctx, []files.Entry{files.FromBytes(path, data)})
 }
 
-// ReadOptions refine ReadFile.
-type ReadOptions struct {
-	// Cwd resolves a relative path; empty means the session's cwd.
-	Cwd string
-	// Progress, if set, is called with the bytes read so far and the total
-	// size (-1 when unknown) as the download proceeds.
-	Progress func(read, total int64)
+// ReadOption refines ReadFile, ReadFileBytes and DownloadFile.
+type ReadOption func(*readConfig)
+
+type readConfig struct {
+	cwd      string
+	progress func(read, total int64)
+}
+
+// ReadCwd resolves a relative path against dir instead of the session's
+// working directory.
+func ReadCwd(dir string) ReadOption { return func(c *readConfig) { c.cwd = dir } }
+
+// ReadProgress calls fn with the bytes read so far and the total size (-1
+// when unknown) as the download proceeds.
+func ReadProgress(fn func(read, total int64)) ReadOption {
+	return func(c *readConfig) { c.progress = fn }
 }
 
 // notExist marks a 404 from fs/read as fs.ErrNotExist while keeping the
@@ -98,10 +115,12 @@ func (e *notExist) Is(target error) bool { return target == fs.ErrNotExist }
 // ReadFile opens a file of the sandbox for streaming. The caller must
 // close it. A missing file gives an error matching fs.ErrNotExist (and
 // ErrNotFound). An answer that is not file content is an error, never data.
-func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOptions) (io.ReadCloser, error) {
-	var o ReadOptions
-	if len(opts) > 0 {
-		o = opts[len(opts)-1]
+func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOption) (io.ReadCloser, error) {
+	var o readConfig
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	if path == "" || strings.IndexByte(path, 0) >= 0 {
 		return nil, apierr.Invalid("path", "empty or contains a NUL byte")
@@ -109,7 +128,7 @@ func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOptions
 	var body io.ReadCloser
 	err := s.withSession(ctx, func(sid string) error {
 		resp, err := s.c.core.Do(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sid) + "/fs/read",
-			JSON: wire.PathRequest{Path: path, Cwd: o.Cwd}, Op: "read file", SandboxName: s.name, SessionID: sid, Stream: true})
+			JSON: wire.PathRequest{Path: path, Cwd: o.cwd}, Op: "read file", SandboxName: s.name, SessionID: sid, Stream: true})
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
 				return &fs.PathError{Op: "read", Path: path, Err: &notExist{err: err}}
@@ -123,8 +142,8 @@ func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOptions
 				Err:       fmt.Errorf("unexpected content type %q reading %s", resp.Header.Get("Content-Type"), path)}
 		}
 		body = resp.Body
-		if o.Progress != nil {
-			body = &progressReader{ReadCloser: resp.Body, total: resp.ContentLength, fn: o.Progress}
+		if o.progress != nil {
+			body = &progressReader{ReadCloser: resp.Body, total: resp.ContentLength, fn: o.progress}
 		}
 		return nil
 	})
@@ -151,7 +170,7 @@ func (p *progressReader) Read(b []byte) (int, error) {
 
 // ReadFileBytes reads a whole file into memory. Use ReadFile for large
 // files.
-func (s *Sandbox) ReadFileBytes(ctx context.Context, path string, opts ...ReadOptions) ([]byte, error) {
+func (s *Sandbox) ReadFileBytes(ctx context.Context, path string, opts ...ReadOption) ([]byte, error) {
 	rc, err := s.ReadFile(ctx, path, opts...)
 	if err != nil {
 		return nil, err
@@ -163,7 +182,7 @@ func (s *Sandbox) ReadFileBytes(ctx context.Context, path string, opts ...ReadOp
 // DownloadFile copies a sandbox file to a local path, creating parent
 // directories. The local file appears complete or not at all (it is
 // written to a temporary file and renamed). It returns the bytes copied.
-func (s *Sandbox) DownloadFile(ctx context.Context, src, dst string, opts ...ReadOptions) (int64, error) {
+func (s *Sandbox) DownloadFile(ctx context.Context, src, dst string, opts ...ReadOption) (int64, error) {
 	if dst == "" {
 		return 0, apierr.Invalid("dst", "empty")
 	}

@@ -130,11 +130,11 @@ func TestWriteFilesPathRules(t *testing.T) {
 		require.NoError(t, err, sandboxPath)
 		assert.Equal(t, content, string(data), sandboxPath)
 	}
-	// Reads resolve relative paths against the cwd too, or ReadOptions.Cwd.
+	// Reads resolve relative paths against the cwd too, or ReadCwd.
 	data, err := sb.ReadFileBytes(t.Context(), "../up.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "one up", string(data))
-	data, err = sb.ReadFileBytes(t.Context(), "app.conf", sandbox.ReadOptions{Cwd: "/etc"})
+	data, err = sb.ReadFileBytes(t.Context(), "app.conf", sandbox.ReadCwd("/etc"))
 	require.NoError(t, err)
 	assert.Equal(t, "abs", string(data))
 
@@ -212,11 +212,11 @@ func TestDownloadFile(t *testing.T) {
 	dst := filepath.Join(dir, "sub", "data.bin")
 	var mu sync.Mutex
 	var reports [][2]int64
-	n, err := sb.DownloadFile(t.Context(), "data.bin", dst, sandbox.ReadOptions{Progress: func(read, total int64) {
+	n, err := sb.DownloadFile(t.Context(), "data.bin", dst, sandbox.ReadProgress(func(read, total int64) {
 		mu.Lock()
 		reports = append(reports, [2]int64{read, total})
 		mu.Unlock()
-	}})
+	}))
 	require.NoError(t, err)
 	assert.Equal(t, int64(len(content)), n)
 	got, err := os.ReadFile(dst)

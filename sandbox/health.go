@@ -7,18 +7,25 @@ import (
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
 )
 
 // DefaultHealthTimeout bounds a health probe.
 const DefaultHealthTimeout = 5 * time.Second
 
-// HealthOptions configure a health probe.
-type HealthOptions struct {
-	// Timeout bounds the whole probe; zero means DefaultHealthTimeout.
-	Timeout time.Duration
-	// Command is what the probe runs; nil means "true".
-	Command *command.Cmd
+// HealthOption configures a health probe.
+type HealthOption func(*healthConfig)
+
+type healthConfig struct {
+	timeout time.Duration
+	cmd     *command.Cmd
 }
+
+// HealthTimeout bounds the whole probe instead of DefaultHealthTimeout.
+func HealthTimeout(d time.Duration) HealthOption { return func(c *healthConfig) { c.timeout = d } }
+
+// HealthCommand makes the probe run cmd instead of "true".
+func HealthCommand(cmd *command.Cmd) HealthOption { return func(c *healthConfig) { c.cmd = cmd } }
 
 // HealthState is the verdict of a probe.
 type HealthState string
@@ -57,14 +64,14 @@ type Health struct {
 // Health probes the current session without resuming it: it runs a
 // trivial command under a short deadline and never blocks past it. It
 // returns a verdict, not an error; only invalid options give an error.
-func (s *Sandbox) Health(ctx context.Context, opts ...HealthOptions) (Health, error) {
+func (s *Sandbox) Health(ctx context.Context, opts ...HealthOption) (Health, error) {
 	return s.c.probe(ctx, s.SessionID(), s.name, opts)
 }
 
-// Probe is Health for a sandbox known only by name or session id, such as
-// one stored by another process. Give one of name and sessionID; with a
-// name, the sandbox's current session is probed. It never resumes.
-func (c *Client) Probe(ctx context.Context, name, sessionID string, opts ...HealthOptions) (Health, error) {
+// Health is Sandbox.Health for a sandbox known only by name or session id,
+// such as one stored by another process. Give one of name and sessionID;
+// with a name, the sandbox's current session is probed. It never resumes.
+func (c *Client) Health(ctx context.Context, name, sessionID string, opts ...HealthOption) (Health, error) {
 	if (name == "") == (sessionID == "") {
 		return Health{}, &InputError{Field: "name", Reason: "give exactly one of a sandbox name and a session id"}
 	}
@@ -78,18 +85,20 @@ func (c *Client) Probe(ctx context.Context, name, sessionID string, opts ...Heal
 	return c.probe(ctx, sessionID, name, opts)
 }
 
-func (c *Client) probe(ctx context.Context, sid, name string, opts []HealthOptions) (Health, error) {
-	var o HealthOptions
-	if len(opts) > 0 {
-		o = opts[len(opts)-1]
+func (c *Client) probe(ctx context.Context, sid, name string, opts []HealthOption) (Health, error) {
+	var o healthConfig
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
 	}
-	if o.Timeout < 0 {
-		return Health{}, &InputError{Field: "Timeout", Reason: "negative duration"}
+	if o.timeout < 0 {
+		return Health{}, &InputError{Field: "HealthTimeout", Reason: "negative duration"}
 	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultHealthTimeout
+	if o.timeout == 0 {
+		o.timeout = DefaultHealthTimeout
 	}
-	cmd := o.Command
+	cmd := o.cmd
 	if cmd == nil {
 		cmd = &command.Cmd{Name: "true"}
 	}
@@ -97,12 +106,12 @@ func (c *Client) probe(ctx context.Context, sid, name string, opts []HealthOptio
 		return Health{}, err
 	}
 	began := time.Now()
-	pctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	pctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	h := c.probeOnce(pctx, sid, name, cmd)
 	h.Latency = time.Since(began)
 	if h.State == Unhealthy && ctx.Err() == nil && pctx.Err() != nil {
-		h.Reason = fmt.Sprintf("no answer within %s", o.Timeout)
+		h.Reason = fmt.Sprintf("no answer within %s", o.timeout)
 	}
 	h.ShouldRecreate = h.State != Healthy
 	return h, nil
@@ -123,13 +132,10 @@ func (c *Client) probeOnce(ctx context.Context, sid, name string, cmd *command.C
 	}
 	// A probe command is harmless to repeat, but it is sent once like any
 	// command: a probe that cannot tell is unhealthy.
-	sb := &Sandbox{c: c, name: name}
-	sb.session.ID = sid
-	sb.session.Status = StatusRunning
-	noResume := *c
-	noResume.autoResume = false
-	sb.c = &noResume
-	res, err := sb.Run(ctx, cmd)
+	// The probe runs on the session found, never resuming it.
+	cn := &conn.Conn{Core: c.core, SandboxName: name,
+		WithSession: func(_ context.Context, fn func(string) error) error { return fn(sid) }}
+	res, err := command.Run(ctx, cn, cmd)
 	if err != nil {
 		var ee *command.ExitError
 		if errors.As(err, &ee) {

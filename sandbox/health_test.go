@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -43,7 +44,7 @@ func TestHealthAfterStop(t *testing.T) {
 	assert.Equal(t, sid, h.SessionID)
 
 	// By name, from another client: the sandbox reports a stopped session.
-	h, err = e.srv.Client().Probe(t.Context(), "stopped", "")
+	h, err = e.srv.Client().Health(t.Context(), "stopped", "")
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Stopped, h.State)
 	assert.True(t, h.ShouldRecreate)
@@ -54,21 +55,21 @@ func TestHealthAfterStop(t *testing.T) {
 func TestProbeUnknown(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	h, err := e.c.Probe(t.Context(), "nobody", "")
+	h, err := e.c.Health(t.Context(), "nobody", "")
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.NotFound, h.State)
 	assert.True(t, h.ShouldRecreate)
 	assert.ErrorIs(t, h.Err, sandbox.ErrNotFound)
 
-	h, err = e.c.Probe(t.Context(), "", "sbx_nosuchsession")
+	h, err = e.c.Health(t.Context(), "", "sbx_nosuchsession")
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.NotFound, h.State)
 
-	_, err = e.c.Probe(t.Context(), "", "")
+	_, err = e.c.Health(t.Context(), "", "")
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
-	_, err = e.c.Probe(t.Context(), "a", "b")
+	_, err = e.c.Health(t.Context(), "a", "b")
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
-	_, err = e.c.Probe(t.Context(), "a", "", sandbox.HealthOptions{Timeout: -1})
+	_, err = e.c.Health(t.Context(), "a", "", sandbox.HealthTimeout(-1))
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 }
 
@@ -79,7 +80,7 @@ func TestHealthHangingProbe(t *testing.T) {
 	sb := e.create("hung")
 
 	const timeout = 200 * time.Millisecond
-	h, err := sb.Health(ctxTimeout(t, time.Minute), sandbox.HealthOptions{Timeout: timeout})
+	h, err := sb.Health(ctxTimeout(t, time.Minute), sandbox.HealthTimeout(timeout))
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Unhealthy, h.State)
 	assert.True(t, h.ShouldRecreate)
@@ -94,7 +95,7 @@ func TestHealthFailingProbeCommand(t *testing.T) {
 	e := newEnv(t)
 	e.handle("check", sandboxtest.Reply{Stderr: "db down\n", ExitCode: 2})
 	sb := e.create("failing")
-	h, err := sb.Health(t.Context(), sandbox.HealthOptions{Command: sandbox.Command("check")})
+	h, err := sb.Health(t.Context(), sandbox.HealthCommand(&command.Cmd{Name: "check"}))
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Unhealthy, h.State)
 	assert.Contains(t, h.Reason, "exited with code 2")
@@ -106,12 +107,12 @@ func TestProbeBySessionFromAnotherClient(t *testing.T) {
 	e := newEnv(t)
 	sb := e.create("remote")
 	other := e.srv.Client()
-	h, err := other.Probe(t.Context(), "", sb.SessionID())
+	h, err := other.Health(t.Context(), "", sb.SessionID())
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Healthy, h.State, h.Reason)
 	assert.Equal(t, sb.SessionID(), h.SessionID)
 
-	h, err = other.Probe(t.Context(), "remote", "")
+	h, err = other.Health(t.Context(), "remote", "")
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Healthy, h.State, h.Reason)
 	assert.Equal(t, 2, e.srv.CommandCount())

@@ -9,25 +9,16 @@ import (
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
 func sandboxPath(name string) string { return "/v2/sandboxes/" + url.PathEscape(name) }
 
-func sessionPath(sid string) string { return "/v2/sandboxes/sessions/" + sid }
+func sessionPath(sid string) string { return conn.SessionPath(sid) }
 
-func validateID(field, id string) error {
-	if id == "" {
-		return apierr.Invalid(field, "empty")
-	}
-	for _, r := range id {
-		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return apierr.Invalid(field, "%q is not a valid id", id)
-		}
-	}
-	return nil
-}
+func validateID(field, id string) error { return conn.ValidateID(field, id) }
 
 func projectQuery(key, project string) url.Values {
 	q := url.Values{}
@@ -37,50 +28,22 @@ func projectQuery(key, project string) url.Values {
 	return q
 }
 
-// Create creates a sandbox and boots its first session. It uses
-// POST /v2/sandboxes when p.Runtime is set and POST /v3/sandboxes otherwise.
-// Create is not safe to repeat: when the outcome is unknown it returns an
-// *OutcomeUnknownError (then Get the sandbox by name, if you gave one).
-func (c *Client) Create(ctx context.Context, p CreateParams) (*Sandbox, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	project, err := c.project(ctx)
+// Get returns a handle to the named sandbox. The handle may hold a stopped
+// session; the first call that needs it resumes it (unless auto-resume is
+// off). A missing sandbox gives an error matching ErrNotFound.
+func (c *Client) Get(ctx context.Context, name string) (*Sandbox, error) {
+	out, err := c.get(ctx, name, false)
 	if err != nil {
 		return nil, err
 	}
-	body, err := p.toWire(project)
-	if err != nil {
-		return nil, err
-	}
-	path := "/v3/sandboxes"
-	if p.Runtime != "" {
-		path = "/v2/sandboxes"
-	}
-	var out wire.SandboxResponse
-	err = c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: path, JSON: body, Safety: httpcore.Unsafe,
-		Op: "create sandbox", SandboxName: p.Name}, &out)
-	if err != nil {
-		return nil, err
-	}
-	return c.newSandbox(&out), nil
+	return c.newSandbox(out), nil
 }
 
-// GetOptions refine Get.
-type GetOptions struct {
-	// Resume boots a new session when the current one is not running.
-	Resume bool
-}
-
-// Get returns a handle to the named sandbox. Without Resume, the handle may
-// hold a stopped session; the first call that needs it resumes it (unless
-// auto-resume is off). A missing sandbox gives an error matching ErrNotFound.
-func (c *Client) Get(ctx context.Context, name string, opts ...GetOptions) (*Sandbox, error) {
-	var o GetOptions
-	if len(opts) > 0 {
-		o = opts[len(opts)-1]
-	}
-	out, err := c.get(ctx, name, o.Resume)
+// Resume returns a handle to the named sandbox with a running session: it
+// boots a new session when the current one is not running, in the same
+// request as Get. A missing sandbox gives an error matching ErrNotFound.
+func (c *Client) Resume(ctx context.Context, name string) (*Sandbox, error) {
+	out, err := c.get(ctx, name, true)
 	if err != nil {
 		return nil, err
 	}
@@ -108,17 +71,19 @@ func (c *Client) get(ctx context.Context, name string, resume bool) (*wire.Sandb
 	return &out, nil
 }
 
-// GetOrCreate returns the sandbox named p.Name, creating it when it does
-// not exist. When its snapshot is gone (410 snapshot_not_found) the sandbox
-// is deleted and created again. Without a name it always creates.
-func (c *Client) GetOrCreate(ctx context.Context, p CreateParams, opts ...GetOptions) (*Sandbox, error) {
+// GetOrCreate returns the sandbox named p.Name with a running session:
+// it resumes the sandbox when its session stopped (see Resume), creates it
+// when it does not exist, and when its snapshot is gone (410
+// snapshot_not_found) deletes it and creates it again. Without a name it
+// always creates.
+func (c *Client) GetOrCreate(ctx context.Context, p CreateParams) (*Sandbox, error) {
 	if p.Name == "" {
 		return c.Create(ctx, p)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	sb, err := c.Get(ctx, p.Name, opts...)
+	sb, err := c.Resume(ctx, p.Name)
 	if err == nil {
 		return sb, nil
 	}
@@ -126,7 +91,7 @@ func (c *Client) GetOrCreate(ctx context.Context, p CreateParams, opts ...GetOpt
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case errors.As(err, &ae) && ae.StatusCode == 410 && ae.Code == "snapshot_not_found":
-		if err := c.Delete(ctx, p.Name, DeleteOptions{}); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := c.Delete(ctx, p.Name); err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}
 	default:
@@ -199,14 +164,10 @@ func (c *Client) Update(ctx context.Context, name string, p UpdateParams) (Info,
 	if err != nil {
 		return Info{}, nil, err
 	}
-	body, err := p.toWire()
-	if err != nil {
-		return Info{}, nil, err
-	}
 	var out wire.SandboxOnlyResponse
 	// A PATCH sets values; sending it twice gives the same state.
 	err = c.core.JSON(ctx, &httpcore.Call{Method: "PATCH", Path: sandboxPath(name), Query: projectQuery("projectId", project),
-		JSON: body, Op: "update sandbox", SandboxName: name}, &out)
+		JSON: p.toWire(), Op: "update sandbox", SandboxName: name}, &out)
 	if err != nil {
 		return Info{}, nil, err
 	}
@@ -217,15 +178,17 @@ func (c *Client) Update(ctx context.Context, name string, p UpdateParams) (Info,
 	return infoFromWire(&out.Sandbox), routes, nil
 }
 
-// DeleteOptions refine Delete.
-type DeleteOptions struct {
-	// DeleteOrphanSnapshots also deletes the sandbox's snapshots that no
-	// other sandbox uses.
-	DeleteOrphanSnapshots bool
-}
+// DeleteOption refines Delete.
+type DeleteOption func(*deleteConfig)
+
+type deleteConfig struct{ orphanSnapshots bool }
+
+// DeleteOrphanSnapshots makes Delete also delete the sandbox's snapshots
+// that no other sandbox uses.
+func DeleteOrphanSnapshots() DeleteOption { return func(c *deleteConfig) { c.orphanSnapshots = true } }
 
 // Delete stops the sandbox's session, if running, and deletes the sandbox.
-func (c *Client) Delete(ctx context.Context, name string, opts ...DeleteOptions) error {
+func (c *Client) Delete(ctx context.Context, name string, opts ...DeleteOption) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
@@ -234,7 +197,13 @@ func (c *Client) Delete(ctx context.Context, name string, opts ...DeleteOptions)
 		return err
 	}
 	q := projectQuery("projectId", project)
-	if len(opts) > 0 && opts[len(opts)-1].DeleteOrphanSnapshots {
+	var o deleteConfig
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.orphanSnapshots {
 		q.Set("deleteOrphanSnapshots", "true")
 	}
 	return c.core.JSON(ctx, &httpcore.Call{Method: "DELETE", Path: sandboxPath(name), Query: q,
@@ -254,13 +223,9 @@ func (c *Client) Fork(ctx context.Context, source string, p ForkParams) (*Sandbo
 	if err != nil {
 		return nil, err
 	}
-	body, err := p.toWire()
-	if err != nil {
-		return nil, err
-	}
 	var out wire.SandboxResponse
 	err = c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sandboxPath(source) + "/fork",
-		Query: projectQuery("projectId", project), JSON: body, Safety: httpcore.Unsafe,
+		Query: projectQuery("projectId", project), JSON: p.toWire(), Safety: httpcore.Unsafe,
 		Op: "fork sandbox", SandboxName: source}, &out)
 	if err != nil {
 		return nil, err
@@ -355,11 +320,11 @@ func listPages[R any, T any](ctx context.Context, c *Client, p PageParams, path,
 	}
 }
 
-// StopSession stops a session by id and waits until it has stopped (and,
+// Stop stops a session by id and waits until it has stopped (and,
 // for a persistent sandbox, been snapshotted). A session that had already
 // stopped is not an error: the result has AlreadyStopped set. This works
 // from any process that knows the session id.
-func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult, error) {
+func (c *Client) Stop(ctx context.Context, sessionID string) (*StopResult, error) {
 	return c.stopSession(ctx, sessionID, "")
 }
 
@@ -410,10 +375,10 @@ func (c *Client) StopSandbox(ctx context.Context, name string) (*StopResult, err
 	return c.stopSession(ctx, out.Session.ID, name)
 }
 
-// ExtendSession adds d to a running session's timeout and returns the
+// ExtendTimeout adds d to a running session's timeout and returns the
 // session. It is not retried after an ambiguous failure (it would extend
 // twice).
-func (c *Client) ExtendSession(ctx context.Context, sessionID string, d time.Duration) (Session, error) {
+func (c *Client) ExtendTimeout(ctx context.Context, sessionID string, d time.Duration) (Session, error) {
 	return c.extend(ctx, sessionID, "", d)
 }
 
@@ -426,7 +391,7 @@ func (c *Client) extend(ctx context.Context, sessionID, name string, d time.Dura
 	}
 	var out wire.SessionResponse
 	err := c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sessionID) + "/extend-timeout",
-		JSON: wire.ExtendRequest{Duration: durMs(d)}, Safety: httpcore.Unsafe, Op: "extend timeout",
+		JSON: wire.ExtendRequest{Duration: wire.Millis(d)}, Safety: httpcore.Unsafe, Op: "extend timeout",
 		SandboxName: name, SessionID: sessionID}, &out)
 	if err != nil {
 		return Session{}, err
@@ -434,9 +399,9 @@ func (c *Client) extend(ctx context.Context, sessionID, name string, d time.Dura
 	return sessionFromWire(&out.Session), nil
 }
 
-// UpdateSessionNetworkPolicy changes the network policy of a running
+// SetNetworkPolicy changes the network policy of a running
 // session and returns the session.
-func (c *Client) UpdateSessionNetworkPolicy(ctx context.Context, sessionID string, p *NetworkPolicy) (Session, error) {
+func (c *Client) SetNetworkPolicy(ctx context.Context, sessionID string, p *NetworkPolicy) (Session, error) {
 	return c.setPolicy(ctx, sessionID, "", p)
 }
 
@@ -452,16 +417,16 @@ func (c *Client) setPolicy(ctx context.Context, sessionID, name string, p *Netwo
 	}
 	var out wire.SessionResponse
 	err := c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sessionID) + "/network-policy",
-		JSON: p, Op: "update network policy", SandboxName: name, SessionID: sessionID}, &out)
+		JSON: p.toWire(), Op: "update network policy", SandboxName: name, SessionID: sessionID}, &out)
 	if err != nil {
 		return Session{}, err
 	}
 	return sessionFromWire(&out.Session), nil
 }
 
-// CreateSnapshot snapshots a running session. The session stops once the
+// Snapshot snapshots a running session. The session stops once the
 // snapshot is taken. Not safe to repeat after an ambiguous failure.
-func (c *Client) CreateSnapshot(ctx context.Context, sessionID string, p SnapshotParams) (Snapshot, error) {
+func (c *Client) Snapshot(ctx context.Context, sessionID string, p SnapshotParams) (Snapshot, error) {
 	s, _, err := c.snapshot(ctx, sessionID, "", p)
 	return s, err
 }
@@ -476,7 +441,7 @@ func (c *Client) snapshot(ctx context.Context, sessionID, name string, p Snapsho
 		if *p.Expiration < 0 {
 			return Snapshot{}, nil, apierr.Invalid("Expiration", "negative duration %s", *p.Expiration)
 		}
-		call.JSON = wire.SnapshotRequest{Expiration: ptr(durMs(*p.Expiration))}
+		call.JSON = wire.SnapshotRequest{Expiration: ptr(wire.Millis(*p.Expiration))}
 	}
 	var out wire.SnapshotResponse
 	if err := c.core.JSON(ctx, call, &out); err != nil {

@@ -139,7 +139,7 @@ func TestGetWithResume(t *testing.T) {
 	assert.Equal(t, old, stale.SessionID())
 	assert.Equal(t, sandbox.StatusStopped, stale.Session().Status)
 
-	got, err := e.c.Get(t.Context(), "box", sandbox.GetOptions{Resume: true})
+	got, err := e.c.Resume(t.Context(), "box")
 	require.NoError(t, err)
 	assert.NotEqual(t, old, got.SessionID())
 	assert.Equal(t, sandbox.StatusRunning, got.Session().Status)
@@ -428,20 +428,20 @@ func TestStopSessionFromAnotherClient(t *testing.T) {
 	sid := sb.SessionID() // what another process would have stored
 
 	other := e.srv.Client()
-	res, err := other.StopSession(t.Context(), sid)
+	res, err := other.Stop(t.Context(), sid)
 	require.NoError(t, err)
 	assert.Equal(t, sid, res.Session.ID)
 	assert.Equal(t, sandbox.StatusStopped, res.Session.Status)
 	ws, _ := e.srv.Session(sid)
 	assert.Equal(t, "stopped", ws.Status)
 
-	again, err := other.StopSession(t.Context(), sid)
+	again, err := other.Stop(t.Context(), sid)
 	require.NoError(t, err, "stopping a stopped session is not an error")
 	assert.Equal(t, sandbox.StatusStopped, again.Session.Status)
 
-	_, err = other.StopSession(t.Context(), "sbx_doesnotexist")
+	_, err = other.Stop(t.Context(), "sbx_doesnotexist")
 	assert.ErrorIs(t, err, sandbox.ErrNotFound)
-	_, err = other.StopSession(t.Context(), "../etc")
+	_, err = other.Stop(t.Context(), "../etc")
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 }
 
@@ -492,12 +492,12 @@ func TestGetOrCreateRecreatesWhenSnapshotGone(t *testing.T) {
 	require.NoError(t, err)
 
 	// The snapshot needed to resume is gone: 410 snapshot_not_found.
-	_, err = e.c.Get(t.Context(), "phoenix", sandbox.GetOptions{Resume: true})
+	_, err = e.c.Resume(t.Context(), "phoenix")
 	var ae *sandbox.APIError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, "snapshot_not_found", ae.Code)
 
-	again, err := e.c.GetOrCreate(t.Context(), sandbox.CreateParams{Name: "phoenix"}, sandbox.GetOptions{Resume: true})
+	again, err := e.c.GetOrCreate(t.Context(), sandbox.CreateParams{Name: "phoenix"})
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.StatusRunning, again.Session().Status)
 	assert.Len(t, requests(e.srv, http.MethodDelete, "/v2/sandboxes/phoenix"), 1, "deleted, then created again")

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -112,7 +113,7 @@ func loadRound(ctx context.Context, c *sandbox.Client, round int) error {
 			for k := range loadCommands {
 				cg.Go(func() error {
 					want := fmt.Sprintf("r%d-s%d-c%d", round, s, k)
-					res, err := sb.Run(ctx, sandbox.Command("echo", want))
+					res, err := sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{want}})
 					if err != nil {
 						return fmt.Errorf("run %s: %w", want, err)
 					}
@@ -219,7 +220,7 @@ func testConcurrentLoad(t *testing.T, h2 bool) {
 	sb, err := c.Create(ctx, sandbox.CreateParams{})
 	require.NoError(t, err)
 	for range loadCommands {
-		_, err := sb.Run(ctx, sandbox.Command("echo", "x"))
+		_, err := sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"x"}})
 		require.NoError(t, err)
 	}
 	_, err = sb.Stop(ctx)

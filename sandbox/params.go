@@ -235,20 +235,13 @@ func validatePorts(ports []int) error {
 	return nil
 }
 
-func encodePolicy(p *NetworkPolicy) (json.RawMessage, error) {
-	if p == nil {
-		return nil, nil
-	}
-	return json.Marshal(p)
-}
-
 func keepToWire(k *KeepLastSnapshots) *wire.KeepLastSnapshots {
 	if k == nil {
 		return nil
 	}
 	w := &wire.KeepLastSnapshots{Count: k.Count, DeleteEvicted: k.DeleteEvicted}
 	if k.Expiration != nil {
-		w.Expiration = ptr(durMs(*k.Expiration))
+		w.Expiration = ptr(wire.Millis(*k.Expiration))
 	}
 	return w
 }
@@ -265,9 +258,12 @@ func mountsToWire(m map[string]Mount) map[string]wire.Mount {
 }
 
 func (p *CreateParams) toWire(project string) (*wire.CreateRequest, error) {
-	np, err := encodePolicy(p.NetworkPolicy)
-	if err != nil {
-		return nil, err
+	var np json.RawMessage
+	if p.NetworkPolicy != nil {
+		var err error
+		if np, err = json.Marshal(p.NetworkPolicy.toWire()); err != nil {
+			return nil, err
+		}
 	}
 	ports := p.Ports
 	if ports == nil {
@@ -284,13 +280,13 @@ func (p *CreateParams) toWire(project string) (*wire.CreateRequest, error) {
 		w.Source = &src
 	}
 	if p.Timeout > 0 {
-		w.Timeout = ptr(durMs(p.Timeout))
+		w.Timeout = ptr(wire.Millis(p.Timeout))
 	}
 	if p.VCPUs > 0 {
 		w.Resources = &wire.Resources{VCPUs: p.VCPUs}
 	}
 	if p.SnapshotExpiration != nil {
-		w.SnapshotExpiration = ptr(durMs(*p.SnapshotExpiration))
+		w.SnapshotExpiration = ptr(wire.Millis(*p.SnapshotExpiration))
 	}
 	return w, nil
 }
@@ -325,56 +321,20 @@ func (p *ForkParams) Validate() error {
 		p.FailoverRegions, p.SnapshotExpiration, p.KeepLastSnapshots, nil)
 }
 
-func (p *ForkParams) toWire() (map[string]any, error) {
-	o := map[string]any{}
-	set := func(k string, v any) { o[k] = v }
-	if p.Name != "" {
-		set("name", p.Name)
-	}
-	if p.Image != "" {
-		set("image", p.Image)
-	}
+func (p *ForkParams) toWire() *wire.ForkRequest {
+	w := &wire.ForkRequest{Name: p.Name, Image: p.Image, Ports: p.Ports, Env: p.Env, Tags: p.Tags,
+		NetworkPolicy: p.NetworkPolicy.toWire(), Persistent: p.Persistent, Region: p.Region,
+		FailoverRegions: p.FailoverRegions, KeepLastSnapshots: keepToWire(p.KeepLastSnapshots), NetworkID: p.NetworkID}
 	if p.VCPUs > 0 {
-		set("resources", wire.Resources{VCPUs: p.VCPUs})
+		w.Resources = &wire.Resources{VCPUs: p.VCPUs}
 	}
 	if p.Timeout > 0 {
-		set("timeout", durMs(p.Timeout))
-	}
-	if p.Ports != nil {
-		set("ports", p.Ports)
-	}
-	if p.Env != nil {
-		set("env", p.Env)
-	}
-	if p.Tags != nil {
-		set("tags", p.Tags)
-	}
-	if p.NetworkPolicy != nil {
-		np, err := encodePolicy(p.NetworkPolicy)
-		if err != nil {
-			return nil, err
-		}
-		set("networkPolicy", np)
-	}
-	if p.Persistent != nil {
-		set("persistent", *p.Persistent)
-	}
-	if p.Region != "" {
-		set("region", p.Region)
-	}
-	if p.FailoverRegions != nil {
-		set("failoverRegions", p.FailoverRegions)
+		w.Timeout = ptr(wire.Millis(p.Timeout))
 	}
 	if p.SnapshotExpiration != nil {
-		set("snapshotExpiration", durMs(*p.SnapshotExpiration))
+		w.SnapshotExpiration = ptr(wire.Millis(*p.SnapshotExpiration))
 	}
-	if p.KeepLastSnapshots != nil {
-		set("keepLastSnapshots", keepToWire(p.KeepLastSnapshots))
-	}
-	if p.NetworkID != "" {
-		set("networkId", p.NetworkID)
-	}
-	return o, nil
+	return w
 }
 
 // UpdateParams change a sandbox's configuration. Only set fields are sent.
@@ -413,55 +373,24 @@ func (p *UpdateParams) Validate() error {
 		p.FailoverRegions, p.SnapshotExpiration, p.KeepLastSnapshots, p.Mounts)
 }
 
-func (p *UpdateParams) toWire() (map[string]any, error) {
-	o := map[string]any{}
-	if p.Persistent != nil {
-		o["persistent"] = *p.Persistent
-	}
+func (p *UpdateParams) toWire() *wire.UpdateRequest {
+	w := &wire.UpdateRequest{Persistent: p.Persistent, NetworkPolicy: p.NetworkPolicy.toWire(), Tags: p.Tags,
+		Ports: p.Ports, CurrentSnapshotID: p.CurrentSnapshotID, Region: p.Region,
+		FailoverRegions: p.FailoverRegions, NetworkID: p.NetworkID, Mounts: mountsToWire(p.Mounts)}
 	if p.VCPUs > 0 {
-		o["resources"] = wire.Resources{VCPUs: p.VCPUs, Memory: ptr(p.VCPUs * 2048)}
+		w.Resources = &wire.Resources{VCPUs: p.VCPUs, Memory: ptr(p.VCPUs * 2048)}
 	}
 	if p.Timeout > 0 {
-		o["timeout"] = durMs(p.Timeout)
-	}
-	if p.NetworkPolicy != nil {
-		np, err := encodePolicy(p.NetworkPolicy)
-		if err != nil {
-			return nil, err
-		}
-		o["networkPolicy"] = np
-	}
-	if p.Tags != nil {
-		o["tags"] = p.Tags
-	}
-	if p.Ports != nil {
-		o["ports"] = p.Ports
+		w.Timeout = ptr(wire.Millis(p.Timeout))
 	}
 	if p.SnapshotExpiration != nil {
-		o["snapshotExpiration"] = durMs(*p.SnapshotExpiration)
+		w.SnapshotExpiration = ptr(wire.Millis(*p.SnapshotExpiration))
 	}
-	if p.KeepLastSnapshots != nil {
-		o["keepLastSnapshots"] = keepToWire(p.KeepLastSnapshots)
-	}
+	w.KeepLastSnapshots.Value = keepToWire(p.KeepLastSnapshots)
 	if p.ClearKeepLastSnapshots {
-		o["keepLastSnapshots"] = nil
+		w.KeepLastSnapshots = wire.Nullable[wire.KeepLastSnapshots]{Null: true}
 	}
-	if p.CurrentSnapshotID != "" {
-		o["currentSnapshotId"] = p.CurrentSnapshotID
-	}
-	if p.Region != "" {
-		o["region"] = p.Region
-	}
-	if p.FailoverRegions != nil {
-		o["failoverRegions"] = p.FailoverRegions
-	}
-	if p.NetworkID != "" {
-		o["networkId"] = p.NetworkID
-	}
-	if p.Mounts != nil {
-		o["mounts"] = mountsToWire(p.Mounts)
-	}
-	return o, nil
+	return w
 }
 
 // ListParams filter and order List. The zero value lists everything,

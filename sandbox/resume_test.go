@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -29,7 +30,7 @@ func TestAutoResumeAfterServerStop(t *testing.T) {
 	old := sb.SessionID()
 	require.NoError(t, e.srv.Stop(old))
 
-	res, err := sb.Run(t.Context(), sandbox.Command("echo", "hi"))
+	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"hi"}})
 	require.NoError(t, err)
 	assert.Equal(t, "hi\n", string(res.Stdout))
 	assert.NotEqual(t, old, sb.SessionID())
@@ -59,7 +60,7 @@ func TestAutoResumeAfterStopSkipsTheRefusal(t *testing.T) {
 	require.NoError(t, err)
 
 	// The handle knows its session stopped: it resumes before sending.
-	res, err := sb.Run(t.Context(), sandbox.Command("echo", "again"))
+	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"again"}})
 	require.NoError(t, err)
 	assert.Equal(t, "again\n", string(res.Stdout))
 	assert.NotEqual(t, old, sb.SessionID())
@@ -90,7 +91,7 @@ func TestFilesSurviveResume(t *testing.T) {
 		_, err := sb.Stop(t.Context())
 		require.NoError(t, err)
 
-		out, err := sb.Output(t.Context(), sandbox.Command("cat", "state.txt"))
+		out, err := sb.Output(t.Context(), &command.Cmd{Name: "cat", Args: []string{"state.txt"}})
 		require.NoError(t, err)
 		assert.Equal(t, "before stop", string(out))
 		assert.Len(t, resumeRequests(e.srv), 1)
@@ -154,7 +155,7 @@ func TestConcurrentCallsShareOneResume(t *testing.T) {
 	sids := make([]string, n)
 	for i := range n {
 		wg.Go(func() {
-			res, err := sb.Run(t.Context(), sandbox.Command("echo", "x"))
+			res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"x"}})
 			errs[i] = err
 			if res != nil {
 				sids[i] = res.SessionID
@@ -181,7 +182,7 @@ func TestAutoResumeOff(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Stop(sb.SessionID()))
 
-	_, err = sb.Run(t.Context(), sandbox.Command("echo", "x"))
+	_, err = sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"x"}})
 	require.ErrorIs(t, err, sandbox.ErrGone)
 	var ae *sandbox.APIError
 	require.ErrorAs(t, err, &ae)
@@ -193,7 +194,7 @@ func TestAutoResumeOff(t *testing.T) {
 	// An explicit Resume still works.
 	_, err = sb.Resume(t.Context())
 	require.NoError(t, err)
-	_, err = sb.Run(t.Context(), sandbox.Command("echo", "x"))
+	_, err = sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"x"}})
 	require.NoError(t, err)
 }
 
@@ -206,7 +207,7 @@ func TestResumeWhileStopping(t *testing.T) {
 	// Another process stops the sandbox; the stop takes a while.
 	stopped := make(chan error, 1)
 	go func() {
-		_, err := e.srv.Client().StopSession(t.Context(), old)
+		_, err := e.srv.Client().Stop(t.Context(), old)
 		stopped <- err
 	}()
 	require.Eventually(t, func() bool {
@@ -214,7 +215,7 @@ func TestResumeWhileStopping(t *testing.T) {
 		return s.Status == "stopping"
 	}, 10*time.Second, time.Millisecond)
 
-	res, err := sb.Run(t.Context(), sandbox.Command("echo", "after"))
+	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"after"}})
 	require.NoError(t, err)
 	assert.Equal(t, "after\n", string(res.Stdout))
 	assert.NotEqual(t, old, sb.SessionID())
@@ -234,7 +235,7 @@ func TestStopDuringWorkThenResume(t *testing.T) {
 	e := newEnv(t)
 	e.handle("sleep", sandboxtest.Steps{}.Block())
 	sb := e.create("mid")
-	h, err := sb.Start(t.Context(), sandbox.Command("sleep", "1000"))
+	h, err := sb.Start(t.Context(), &command.Cmd{Name: "sleep", Args: []string{"1000"}})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Stop(sb.SessionID()))
 
@@ -243,7 +244,7 @@ func TestStopDuringWorkThenResume(t *testing.T) {
 	require.NotNil(t, res)
 	assert.Equal(t, 137, res.ExitCode, "killed with the session")
 
-	out, err := sb.Output(t.Context(), sandbox.Command("echo", "ok"))
+	out, err := sb.Output(t.Context(), &command.Cmd{Name: "echo", Args: []string{"ok"}})
 	require.NoError(t, err)
 	assert.Equal(t, "ok\n", string(out))
 }

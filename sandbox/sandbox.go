@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -22,6 +23,7 @@ import (
 type Sandbox struct {
 	c      *Client
 	name   string
+	conn   *conn.Conn // what package command runs commands over
 	resume singleflight.Group
 
 	mu      sync.RWMutex
@@ -32,6 +34,7 @@ type Sandbox struct {
 
 func (c *Client) newSandbox(w *wire.SandboxResponse) *Sandbox {
 	s := &Sandbox{c: c, name: w.Sandbox.Name}
+	s.conn = &conn.Conn{Core: c.core, SandboxName: s.name, WithSession: s.withSession}
 	s.apply(w)
 	return s
 }
@@ -298,7 +301,7 @@ func (s *Sandbox) Update(ctx context.Context, p UpdateParams) error {
 }
 
 // Delete stops and deletes the sandbox.
-func (s *Sandbox) Delete(ctx context.Context, opts ...DeleteOptions) error {
+func (s *Sandbox) Delete(ctx context.Context, opts ...DeleteOption) error {
 	return s.c.Delete(ctx, s.name, opts...)
 }
 

@@ -59,7 +59,7 @@ func TestRunStreamCutBeforeFinalFrame(t *testing.T) {
 			require.NoError(t, err)
 
 			var out bytes.Buffer
-			cmd := sandbox.Command("job")
+			cmd := &command.Cmd{Name: "job"}
 			cmd.Stdout = &out
 			res, err := sb.Run(t.Context(), cmd)
 			require.Error(t, err)
@@ -91,7 +91,7 @@ func TestRunStreamEndsBeforeCommandLine(t *testing.T) {
 	})
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{})
 	require.NoError(t, err)
-	res, err := sb.Run(t.Context(), sandbox.Command("echo"))
+	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo"})
 	assert.Nil(t, res)
 	assert.ErrorIs(t, err, sandbox.ErrStreamEnded)
 }
@@ -120,7 +120,7 @@ func TestRunStreamErrorFrame(t *testing.T) {
 			require.NoError(t, err)
 
 			var out bytes.Buffer
-			cmd := sandbox.Command("echo")
+			cmd := &command.Cmd{Name: "echo"}
 			cmd.Stdout = &out
 			res, err := sb.Run(t.Context(), cmd)
 			assert.Nil(t, res)
@@ -155,7 +155,7 @@ func TestRunWrongContentType(t *testing.T) {
 	})
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{})
 	require.NoError(t, err)
-	res, err := sb.Run(t.Context(), sandbox.Command("echo"))
+	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo"})
 	assert.Nil(t, res)
 	var se *sandbox.StreamError
 	require.ErrorAs(t, err, &se)
@@ -174,7 +174,7 @@ func TestLogsCutWhileRunning(t *testing.T) {
 	})
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{})
 	require.NoError(t, err)
-	h, err := sb.Start(t.Context(), sandbox.Command("job"))
+	h, err := sb.Start(t.Context(), &command.Cmd{Name: "job"})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		stdout, _, _ := e.srv.Output(h.ID())

@@ -65,7 +65,7 @@ func main() {
 	}
 	secret := os.Getenv("AGENT_API_KEY")
 	if secret == "" {
-		secret = "demo-" + workload.NewName("")
+		secret = "demo-" + sandbox.NewName("")
 	}
 	client, mode, closeFn, err := connect(sigCtx, os.Stderr, *local)
 	if err != nil {
@@ -151,8 +151,8 @@ type config struct {
 	Secret   string
 	Out      io.Writer
 	OnResult func(AgentResult)
-	// Retry and Timeout default to 3 attempts and 10 minutes.
-	Retry   workload.RetryPolicy
+	// Timeout defaults to 10 minutes. Retries are the client's (see
+	// sandbox.WithRetryPolicy).
 	Timeout time.Duration
 }
 
@@ -172,9 +172,6 @@ func label(e workload.PhaseEvent) string {
 
 func (p phasePrinter) PhaseEnd(_ context.Context, e workload.PhaseEvent) {
 	extra := ""
-	if e.Attempts > 1 {
-		extra += fmt.Sprintf(", %d attempts", e.Attempts)
-	}
 	if e.Usage != nil {
 		extra += fmt.Sprintf(", %d input + %d output tokens", e.Usage.InputTokens, e.Usage.OutputTokens)
 	}
@@ -189,7 +186,7 @@ func run(ctx context.Context, cfg config) error {
 	if timeout == 0 {
 		timeout = 10 * time.Minute
 	}
-	r := &workload.Runner{Client: cfg.Client, Retry: cfg.Retry, Observer: phasePrinter{cfg.Out}}
+	r := &workload.Runner{Client: cfg.Client, Observer: phasePrinter{cfg.Out}}
 
 	setup := []workload.Step{workload.WriteFilesStep("write agent",
 		files.FromString("agent.mjs", agentJS),

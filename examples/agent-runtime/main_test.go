@@ -100,11 +100,13 @@ func TestAgentFailures(t *testing.T) {
 			return next(req)
 		}
 		var out bytes.Buffer
-		err := run(context.Background(), config{Client: srv.Client(sandbox.WithMiddleware(fail)), Mode: Vercel, Message: "hi",
-			Out: &out, Retry: workload.RetryPolicy{InitialBackoff: time.Millisecond}})
+		var attempts []int
+		retry := sandbox.RetryPolicy{BaseDelay: time.Millisecond, OnRetry: func(ev sandbox.RetryEvent) { attempts = append(attempts, ev.Attempt) }}
+		c := srv.Client(sandbox.WithMiddleware(fail), sandbox.WithRetryPolicy(retry))
+		err := run(context.Background(), config{Client: c, Mode: Vercel, Message: "hi", Out: &out})
 		assert.ErrorIs(t, err, workload.ErrCreationFailed)
 		assert.Contains(t, out.String(), "create: SANDBOX_CREATION_FAILED")
-		assert.Contains(t, out.String(), "3 attempts")
+		assert.Equal(t, []int{2, 3}, attempts, "3 attempts")
 	})
 	t.Run("install", func(t *testing.T) {
 		srv := sandboxtest.NewServer(t)

@@ -182,11 +182,11 @@ func stopTask(ctx context.Context, out io.Writer, store *Store, client *sandbox.
 	uerr := store.Update(id, func(r *Record) {
 		r.StopOutcome = string(outcome)
 		if err != nil {
-			r.StopError = string(workload.CodeOf(err)) // a code, not server text
+			r.StopError = string(workload.ErrorCodeOf(err)) // a code, not server text
 		}
 	})
 	if err != nil {
-		fmt.Fprintf(out, "    task %s marked stopped; terminating its sandbox failed (%s), recorded for a retry\n", id, workload.CodeOf(err))
+		fmt.Fprintf(out, "    task %s marked stopped; terminating its sandbox failed (%s), recorded for a retry\n", id, workload.ErrorCodeOf(err))
 		return uerr
 	}
 	fmt.Fprintf(out, "    task %s marked stopped; sandbox: %s\n", id, outcome)
@@ -215,7 +215,7 @@ func run(ctx context.Context, out io.Writer, env Env, store *Store) error {
 // demoStop: a task stopped by another process through the store.
 func demoStop(ctx context.Context, out io.Writer, env Env, store *Store, client *sandbox.Client) error {
 	step(out, "1. stop from another process")
-	sb, _, err := workload.Create(ctx, client, sandbox.CreateParams{Timeout: 5 * time.Minute}, workload.RetryPolicy{})
+	sb, err := workload.Create(ctx, client, sandbox.CreateParams{Timeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func demoStop(ctx context.Context, out io.Writer, env Env, store *Store, client 
 		return fmt.Errorf("the task should have been stopped, got %v", err)
 	}
 	fmt.Fprintf(out, "    the task ended %s after the stop request: %s (within 2 s: %t)\n",
-		ended.Sub(requested).Round(10*time.Millisecond), workload.CodeOf(err), ended.Sub(requested) < 2*time.Second)
+		ended.Sub(requested).Round(10*time.Millisecond), workload.ErrorCodeOf(err), ended.Sub(requested) < 2*time.Second)
 
 	// Stopping again: already stopped is success.
 	if err := stopTask(ctx, out, store, client, id); err != nil {
@@ -292,7 +292,7 @@ func demoStop(ctx context.Context, out io.Writer, env Env, store *Store, client 
 // demoInactivity: a command that goes silent is killed.
 func demoInactivity(ctx context.Context, out io.Writer, env Env, _ *Store, client *sandbox.Client) error {
 	step(out, "2. inactivity timeout (default %s; %s here)", workload.DefaultInactivityTimeout, env.Inactivity)
-	sb, _, err := workload.Create(ctx, client, sandbox.CreateParams{Timeout: 5 * time.Minute}, workload.RetryPolicy{})
+	sb, err := workload.Create(ctx, client, sandbox.CreateParams{Timeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}
@@ -303,30 +303,30 @@ func demoInactivity(ctx context.Context, out io.Writer, env Env, _ *Store, clien
 		return fmt.Errorf("expected an inactivity timeout, got %v", err)
 	}
 	fmt.Fprintf(out, "    the silent command was killed after %s: %s; sandbox stopped: %t\n",
-		time.Since(start).Round(100*time.Millisecond), workload.CodeOf(err), task.StopErr() == nil)
+		time.Since(start).Round(100*time.Millisecond), workload.ErrorCodeOf(err), task.StopErr() == nil)
 	return nil
 }
 
 // demoDeadline: the deadline kills the command and no later step runs.
 func demoDeadline(ctx context.Context, out io.Writer, _ Env, _ *Store, client *sandbox.Client) error {
 	step(out, "3. overall deadline")
-	sb, _, err := workload.Create(ctx, client, sandbox.CreateParams{Timeout: 5 * time.Minute}, workload.RetryPolicy{})
+	sb, err := workload.Create(ctx, client, sandbox.CreateParams{Timeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}
 	task := workload.NewTask(sb, workload.TaskOptions{Deadline: time.Now().Add(2 * time.Second)})
 	_, err = task.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "echo 'long work'; sleep 600"}})
-	fmt.Fprintf(out, "    long step: %s\n", workload.CodeOf(err))
+	fmt.Fprintf(out, "    long step: %s\n", workload.ErrorCodeOf(err))
 	followUpRan := false
 	err = task.Do(ctx, "publish results", func(ctx context.Context, sb *sandbox.Sandbox) error {
 		followUpRan = true
 		return sb.WriteFile(ctx, "published.txt", []byte("too late"))
 	})
-	fmt.Fprintf(out, "    follow-up step: %s (ran: %t)\n", workload.CodeOf(err), followUpRan)
+	fmt.Fprintf(out, "    follow-up step: %s (ran: %t)\n", workload.ErrorCodeOf(err), followUpRan)
 	if followUpRan || !errors.Is(err, workload.ErrTaskEnded) {
 		return errors.New("a step ran after the deadline")
 	}
-	h, err := client.Probe(ctx, sb.Name(), "")
+	h, err := client.Health(ctx, sb.Name(), "")
 	if err != nil {
 		return err
 	}
@@ -337,7 +337,7 @@ func demoDeadline(ctx context.Context, out io.Writer, _ Env, _ *Store, client *s
 // demoReuse: a health probe decides between reuse and recreation.
 func demoReuse(ctx context.Context, out io.Writer, _ Env, _ *Store, client *sandbox.Client) error {
 	step(out, "4. reuse or recreate a kept-alive sandbox")
-	p := sandbox.CreateParams{Name: workload.NewName("keepalive-"), Timeout: 5 * time.Minute}
+	p := sandbox.CreateParams{Name: sandbox.NewName("keepalive-"), Timeout: 5 * time.Minute}
 	var last *sandbox.Sandbox
 	for i, before := range []func() error{
 		func() error { return nil },
@@ -350,7 +350,7 @@ func demoReuse(ctx context.Context, out io.Writer, _ Env, _ *Store, client *sand
 		if err := before(); err != nil {
 			return err
 		}
-		a, err := workload.Acquire(ctx, client, p, workload.RetryPolicy{})
+		a, err := workload.Acquire(ctx, client, p)
 		if err != nil {
 			return err
 		}

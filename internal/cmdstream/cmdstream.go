@@ -9,10 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net/http"
 	"unicode/utf8"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
-	"github.com/sbx-go/vercel-sandbox/internal/ndjson"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -35,14 +36,14 @@ type Frame struct {
 
 // Decoder reads frames. It is not safe for concurrent use.
 type Decoder struct {
-	r         *ndjson.Reader
+	r         *lineReader
 	sessionID string
 	commandID string
 }
 
 // NewDecoder returns a decoder over an NDJSON body.
 func NewDecoder(body io.Reader, sessionID, commandID string) *Decoder {
-	return &Decoder{r: ndjson.NewReader(body, 0), sessionID: sessionID, commandID: commandID}
+	return &Decoder{r: newLineReader(body, 0), sessionID: sessionID, commandID: commandID}
 }
 
 // SetCommandID names the command in the errors that follow.
@@ -164,4 +165,15 @@ func fastLog(line []byte) (Frame, bool) {
 		return Frame{}, false
 	}
 	return Frame{Kind: k, Data: out}, true
+}
+
+// CheckContentType refuses an answer that is not an NDJSON stream; what
+// names the stream expected ("logs", "command data") in the error.
+func CheckContentType(h http.Header, what, sessionID, commandID string) error {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err == nil && mt == wire.ContentNDJSON {
+		return nil
+	}
+	return &apierr.StreamError{Code: "unexpected_content_type", SessionID: sessionID, CommandID: commandID,
+		Message: fmt.Sprintf("expected a stream of %s (%s), got %q", what, wire.ContentNDJSON, h.Get("Content-Type"))}
 }

@@ -164,15 +164,49 @@ func (p *retryPolicy) shouldRetry(resp *http.Response, err error) (bool, time.Du
 // reports it to OnRetry.
 func (p *retryPolicy) Backoff(min, max time.Duration, n int, _ *http.Response) time.Duration {
 	wait := p.retryAfter + Backoff(min, max, n)
-	ev := RetryEvent{Method: p.call.Method, Path: p.call.Path, Attempt: n + 2, StatusCode: p.status, Err: p.err, Wait: wait}
-	p.log.LogAttrs(p.ctx, slog.LevelWarn, "vercel sandbox: retrying request",
+	announce(p.ctx, p.log, p.conf, RetryEvent{Method: p.call.Method, Path: p.call.Path,
+		Attempt: n + 2, StatusCode: p.status, Err: p.err, Wait: wait})
+	return wait
+}
+
+// announce logs a retry about to happen and reports it to OnRetry: the
+// one place both Do's retries and a caller's own (Pause) are made visible.
+func announce(ctx context.Context, log *slog.Logger, conf RetryPolicy, ev RetryEvent) {
+	log.LogAttrs(ctx, slog.LevelWarn, "vercel sandbox: retrying request",
 		slog.String("method", ev.Method), slog.String("path", ev.Path),
 		slog.Int("attempt", ev.Attempt), slog.Int("status", ev.StatusCode),
 		slog.Any("error", ev.Err), slog.Duration("wait", ev.Wait))
-	if p.conf.OnRetry != nil {
-		p.conf.OnRetry(ev)
+	if conf.OnRetry != nil {
+		conf.OnRetry(ev)
 	}
-	return wait
+}
+
+// MaxRetries is how many times a call may be sent again after its first
+// attempt, by Do or by a caller that repeats it itself.
+func (c *Client) MaxRetries() int { return c.retry.MaxRetries }
+
+// Pause waits before a caller sends a call again itself, outside Do's own
+// retries (a create whose outcome was unknown is looked up, then re-sent).
+// ev.Attempt is the attempt about to be made, 2 for the first retry. Pause
+// sets ev.Wait with the backoff Do uses (plus a Retry-After that ev.Err
+// carries, up to MaxRetryAfter), announces ev as Do announces its retries,
+// and returns ctx's error if ctx ends first.
+func (c *Client) Pause(ctx context.Context, ev RetryEvent) error {
+	rp := c.retry
+	ev.Wait = Backoff(rp.BaseDelay, rp.MaxDelay, max(ev.Attempt-2, 0))
+	var ae *apierr.Error
+	if errors.As(ev.Err, &ae) && ae.RetryAfter > 0 && ae.RetryAfter <= rp.MaxRetryAfter {
+		ev.Wait += ae.RetryAfter
+	}
+	announce(ctx, c.log, rp, ev)
+	t := time.NewTimer(ev.Wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // ErrorHandler hands the last attempt's answer back as it is, so that a

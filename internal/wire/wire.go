@@ -167,8 +167,9 @@ type Resources struct {
 	Memory *int `json:"memory,omitempty"`
 }
 
-// CreateRequest is the body of POST /v2|v3/sandboxes and of fork.
-// NetworkPolicy is the request form, already encoded.
+// CreateRequest is the body of POST /v2|v3/sandboxes. NetworkPolicy is a
+// NetworkPolicy, encoded: the local backend decodes it itself, so that it
+// can refuse a malformed one as the API does.
 type CreateRequest struct {
 	ProjectID          string             `json:"projectId,omitempty"`
 	Name               string             `json:"name,omitempty"`
@@ -188,6 +189,63 @@ type CreateRequest struct {
 	FailoverRegions    []string           `json:"failoverRegions,omitempty"`
 	NetworkID          string             `json:"networkId,omitempty"`
 	Mounts             map[string]Mount   `json:"mounts,omitempty"`
+}
+
+// ForkRequest is the body of POST …/fork. Only what overrides the source
+// is sent; a non-nil empty list or map is sent (it clears the source's).
+// Fields are declared in the order of their JSON names.
+type ForkRequest struct {
+	Env                map[string]string  `json:"env,omitzero"`
+	FailoverRegions    []string           `json:"failoverRegions,omitzero"`
+	Image              string             `json:"image,omitempty"`
+	KeepLastSnapshots  *KeepLastSnapshots `json:"keepLastSnapshots,omitempty"`
+	Name               string             `json:"name,omitempty"`
+	NetworkID          string             `json:"networkId,omitempty"`
+	NetworkPolicy      *NetworkPolicy     `json:"networkPolicy,omitempty"`
+	Persistent         *bool              `json:"persistent,omitempty"`
+	Ports              []int              `json:"ports,omitzero"`
+	Region             string             `json:"region,omitempty"`
+	Resources          *Resources         `json:"resources,omitempty"`
+	SnapshotExpiration *int64             `json:"snapshotExpiration,omitempty"`
+	Tags               map[string]string  `json:"tags,omitzero"`
+	Timeout            *int64             `json:"timeout,omitempty"`
+}
+
+// UpdateRequest is the body of PATCH /v2/sandboxes/{name}. Only what
+// changes is sent; a non-nil empty list or map is sent (it clears the
+// setting). Fields are declared in the order of their JSON names.
+type UpdateRequest struct {
+	CurrentSnapshotID  string                      `json:"currentSnapshotId,omitempty"`
+	FailoverRegions    []string                    `json:"failoverRegions,omitzero"`
+	KeepLastSnapshots  Nullable[KeepLastSnapshots] `json:"keepLastSnapshots,omitzero"`
+	Mounts             map[string]Mount            `json:"mounts,omitzero"`
+	NetworkID          string                      `json:"networkId,omitempty"`
+	NetworkPolicy      *NetworkPolicy              `json:"networkPolicy,omitempty"`
+	Persistent         *bool                       `json:"persistent,omitempty"`
+	Ports              []int                       `json:"ports,omitzero"`
+	Region             string                      `json:"region,omitempty"`
+	Resources          *Resources                  `json:"resources,omitempty"`
+	SnapshotExpiration *int64                      `json:"snapshotExpiration,omitempty"`
+	Tags               map[string]string           `json:"tags,omitzero"`
+	Timeout            *int64                      `json:"timeout,omitempty"`
+}
+
+// Nullable is a field sent as a value, sent as null (Null set), or
+// omitted (the zero Nullable, with the omitzero option).
+type Nullable[T any] struct {
+	Value *T
+	Null  bool
+}
+
+// IsZero reports a field to omit.
+func (n Nullable[T]) IsZero() bool { return n.Value == nil && !n.Null }
+
+// MarshalJSON encodes the value, or null.
+func (n Nullable[T]) MarshalJSON() ([]byte, error) {
+	if n.Value == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(n.Value)
 }
 
 // SandboxResponse answers create, get, fork and resume.

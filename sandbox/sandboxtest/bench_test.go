@@ -6,6 +6,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -71,7 +72,7 @@ func BenchmarkFakeCommandStart(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				h, err := sb.Start(ctx, sandbox.Command("true"))
+				h, err := sb.Start(ctx, &command.Cmd{Name: "true"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -88,7 +89,7 @@ func BenchmarkFakeCommandStart(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if res, err := sb.Run(ctx, sandbox.Command("true")); err != nil || res.ExitCode != 0 {
+				if res, err := sb.Run(ctx, &command.Cmd{Name: "true"}); err != nil || res.ExitCode != 0 {
 					b.Fatal(res, err)
 				}
 			}

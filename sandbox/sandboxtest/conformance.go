@@ -202,7 +202,7 @@ func readString(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, p string
 }
 
 // sh returns a command running a shell line.
-func sh(line string) *command.Cmd { return sandbox.Command("sh", "-c", line) }
+func sh(line string) *command.Cmd { return &command.Cmd{Name: "sh", Args: []string{"-c", line}} }
 
 func (c *conformance) runLifecycle(t *testing.T, ctx context.Context) {
 	name := c.name(ScenarioLifecycle)
@@ -465,7 +465,7 @@ func (c *conformance) runFiles(t *testing.T, ctx context.Context) {
 	if err := sb.MkDir(ctx, "conf/made"); err != nil {
 		t.Fatalf("MkDir: %v", err)
 	}
-	out, err = sb.Output(ctx, sandbox.Command("ls", "conf"))
+	out, err = sb.Output(ctx, &command.Cmd{Name: "ls", Args: []string{"conf"}})
 	if want := "a.txt\nc.txt\nmade\nnested\n"; err != nil || string(out) != want {
 		t.Errorf("ls conf after MkDir: %q, %v; want %q", out, err, want)
 	}

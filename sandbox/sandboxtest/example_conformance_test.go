@@ -42,7 +42,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	out, err := sb.Output(ctx, sandbox.Command("node", "--version"))
+	out, err := sb.Output(ctx, &command.Cmd{Name: "node", Args: []string{"--version"}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -82,10 +82,10 @@ func ExampleNewLocalExecutor() {
 	if err := sb.WriteFile(ctx, "greeting.txt", []byte("hello from the client")); err != nil {
 		log.Fatal(err)
 	}
-	out, err := sb.Output(ctx, sandbox.Command("cat", "greeting.txt"))
+	out, err := sb.Output(ctx, &command.Cmd{Name: "cat", Args: []string{"greeting.txt"}})
 	fmt.Printf("%s %v\n", out, err)
 
-	_, err = sb.Run(ctx, sandbox.Command("sh", "-c", "echo disk full >&2; exit 3"))
+	_, err = sb.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "echo disk full >&2; exit 3"}})
 	var exit *command.ExitError
 	if errors.As(err, &exit) {
 		fmt.Println("exit code:", exit.ExitCode, "stderr:", string(exit.Stderr))

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -42,12 +43,12 @@ func ExampleServer_Inject() {
 		Status: 500,
 		Times:  1,
 	})
-	_, err = sb.Run(ctx, sandbox.Command("echo", "hello"))
+	_, err = sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"hello"}})
 	fmt.Println("outcome unknown:", errors.Is(err, sandbox.ErrUnknownResult))
 	fmt.Println("commands run:", srv.CommandCount(), "fault hits:", fault.Hits())
 
 	// The fault is spent; the caller decides to run the command again.
-	out, err := sb.Output(ctx, sandbox.Command("echo", "hello"))
+	out, err := sb.Output(ctx, &command.Cmd{Name: "echo", Args: []string{"hello"}})
 	if err != nil {
 		panic(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -196,7 +197,7 @@ func TestFaultBeforeHandlerStartsNothing(t *testing.T) {
 	require.NoError(t, err)
 	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: "/v2/sandboxes/sessions/*/cmd", Status: 500, Times: 1})
 
-	res, err := sb.Run(t.Context(), sandbox.Command("job"))
+	res, err := sb.Run(t.Context(), &command.Cmd{Name: "job"})
 	assert.Nil(t, res)
 	var ou *sandbox.OutcomeUnknownError
 	require.ErrorAs(t, err, &ou)
@@ -215,7 +216,7 @@ func TestFaultAfterHandlerRunsOnce(t *testing.T) {
 	require.NoError(t, err)
 	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: "/v2/sandboxes/sessions/*/cmd", Status: 500, Times: 1, AfterHandler: true})
 
-	_, err = sb.Run(t.Context(), sandbox.Command("job"))
+	_, err = sb.Run(t.Context(), &command.Cmd{Name: "job"})
 	require.ErrorIs(t, err, sandbox.ErrUnknownResult)
 	cmds := e.srv.Commands()
 	require.Len(t, cmds, 1, "the command ran once")

@@ -3,6 +3,7 @@ package sandboxtest_test
 import (
 	"testing"
 
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -46,7 +47,7 @@ func BenchmarkCommandThroughAPI(b *testing.B) {
 				b.Fatal(err)
 			}
 			for b.Loop() {
-				if _, err := sb.Run(ctx, sandbox.Command("true")); err != nil {
+				if _, err := sb.Run(ctx, &command.Cmd{Name: "true"}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -367,7 +367,7 @@ func TestIsolatedThroughAPI(t *testing.T) {
 	// File API and commands see the same tree, at the same absolute paths.
 	require.NoError(t, sb.WriteFile(ctx, "/vercel/sandbox/app/hello.txt", []byte("from the file API\n")))
 	require.NoError(t, sb.WriteFile(ctx, "/tmp/t.txt", []byte("tmp\n")))
-	out, err := sb.Output(ctx, sandbox.Command("sh", "-c", "cat /vercel/sandbox/app/hello.txt app/hello.txt /tmp/t.txt; pwd; echo made > app/new.txt"))
+	out, err := sb.Output(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "cat /vercel/sandbox/app/hello.txt app/hello.txt /tmp/t.txt; pwd; echo made > app/new.txt"}})
 	require.NoError(t, err)
 	assert.Equal(t, "from the file API\nfrom the file API\ntmp\n/vercel/sandbox\n", string(out))
 	data, err := sb.ReadFileBytes(ctx, "/vercel/sandbox/app/new.txt")
@@ -378,20 +378,20 @@ func TestIsolatedThroughAPI(t *testing.T) {
 	out, err = sb.Output(ctx, &command.Cmd{Name: "id", Args: []string{"-u"}, Sudo: true})
 	require.NoError(t, err)
 	assert.Equal(t, "0\n", string(out))
-	out, err = sb.Output(ctx, sandbox.Command("id", "-u"))
+	out, err = sb.Output(ctx, &command.Cmd{Name: "id", Args: []string{"-u"}})
 	require.NoError(t, err)
 	assert.Equal(t, "1000\n", string(out))
 
 	// Host files are invisible.
 	secret := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(secret, []byte("x"), 0o600))
-	res, err := sb.Run(ctx, sandbox.Command("cat", secret))
+	res, err := sb.Run(ctx, &command.Cmd{Name: "cat", Args: []string{secret}})
 	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee)
 	assert.Contains(t, string(res.Stderr), "No such file or directory")
 
 	// Memory.
-	res, err = sb.Run(ctx, sandbox.Command("sh", "-c", "head -c 600000000 /dev/zero | tail -n 1"))
+	res, err = sb.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "head -c 600000000 /dev/zero | tail -n 1"}})
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, sandboxtest.OutcomeMemoryLimit, sandboxtest.OutcomeOf(res.ExitCode, string(res.Stderr)), string(res.Stderr))
 
@@ -408,7 +408,7 @@ func TestIsolatedThroughAPI(t *testing.T) {
 	// Network: default policy is loopback only; allow-all opens it.
 	if _, err := exec.LookPath("bash"); err == nil {
 		port, got := listen(t)
-		dial := sandbox.Command("bash", "-c", fmt.Sprintf("echo via-api > /dev/tcp/127.0.0.1/%d", port))
+		dial := &command.Cmd{Name: "bash", Args: []string{"-c", fmt.Sprintf("echo via-api > /dev/tcp/127.0.0.1/%d", port)}}
 		_, err = sb.Run(ctx, dial)
 		require.ErrorAs(t, err, &ee)
 		_, err = sb.SetNetworkPolicy(ctx, sandbox.AllowAll())
@@ -425,14 +425,14 @@ func TestIsolatedThroughAPI(t *testing.T) {
 
 	// Stop ends a detached command with everything it started; the tree
 	// survives a stop and resume.
-	h, err := sb.Start(ctx, sandbox.Command("sh", "-c", "m=161; sleep $m.80 & sleep $m.80"))
+	h, err := sb.Start(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "m=161; sleep $m.80 & sleep $m.80"}})
 	require.NoError(t, err)
 	_ = h
 	require.Eventually(t, func() bool { return len(hostProcesses(t, "161.80")) == 2 }, 10*time.Second, 20*time.Millisecond)
 	_, err = sb.Stop(ctx)
 	require.NoError(t, err)
 	assert.Eventually(t, func() bool { return len(hostProcesses(t, "161.80")) == 0 }, 5*time.Second, 20*time.Millisecond)
-	out, err = sb.Output(ctx, sandbox.Command("cat", "app/new.txt"))
+	out, err = sb.Output(ctx, &command.Cmd{Name: "cat", Args: []string{"app/new.txt"}})
 	require.NoError(t, err)
 	assert.Equal(t, "made\n", string(out))
 }
@@ -470,7 +470,7 @@ func ExampleNewIsolatedExecutor() {
 	if err != nil {
 		panic(err)
 	}
-	out, err := sb.Output(ctx, sandbox.Command("sh", "-c", "id -un; pwd; ls /home"))
+	out, err := sb.Output(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "id -un; pwd; ls /home"}})
 	fmt.Printf("%s%v\n", out, err)
 }
 

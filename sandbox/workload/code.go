@@ -137,8 +137,8 @@ type CodeResult struct {
 
 // ResultError is the code and user-facing message of an *Error.
 type ResultError struct {
-	Code    Code   `json:"code"`
-	Message string `json:"message"`
+	Code    ErrorCode `json:"code"`
+	Message string    `json:"message"`
 }
 
 // CodeExecutor runs untrusted code in a fresh sandbox per call, which is

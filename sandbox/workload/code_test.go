@@ -51,7 +51,7 @@ func TestCodeInputValidate(t *testing.T) {
 func localExecutor(t *testing.T, limit int) (*sandboxtest.Server, *workload.CodeExecutor) {
 	srv := sandboxtest.NewServer(t, sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()), sandboxtest.WithHostPaths(true))
 	return srv, &workload.CodeExecutor{
-		Runner:          &workload.Runner{Client: newClient(t, srv), Retry: fastRetry},
+		Runner:          &workload.Runner{Client: newClient(t, srv)},
 		DefaultLanguage: "sh",
 		OutputLimit:     limit,
 	}
@@ -124,7 +124,7 @@ func TestExecuteCodeRunsFile(t *testing.T) {
 	t.Parallel()
 	srv := sandboxtest.NewServer(t)
 	srv.Script().Handle(sandboxtest.MatchArgs("node", "main.mjs"), sandboxtest.Reply{Stdout: "42\n"})
-	x := &workload.CodeExecutor{Runner: &workload.Runner{Client: newClient(t, srv), Retry: fastRetry}}
+	x := &workload.CodeExecutor{Runner: &workload.Runner{Client: newClient(t, srv)}}
 	code := `console.log("$(rm -rf /)")`
 	res, err := x.Execute(context.Background(), workload.CodeInput{Code: code, VCPUs: 2, MemoryMB: 4096})
 	require.NoError(t, err)
@@ -151,7 +151,7 @@ func TestExecuteCodeScriptedTimeout(t *testing.T) {
 	t.Parallel()
 	srv := sandboxtest.NewServer(t)
 	srv.Script().Handle(sandboxtest.MatchName("node"), sandboxtest.Steps{}.Stdout("working\n").Block())
-	x := &workload.CodeExecutor{Runner: &workload.Runner{Client: newClient(t, srv), Retry: fastRetry}}
+	x := &workload.CodeExecutor{Runner: &workload.Runner{Client: newClient(t, srv)}}
 	res, err := x.Execute(context.Background(), workload.CodeInput{Code: "for(;;){}", TimeoutMs: 200})
 	require.NoError(t, err)
 	assert.True(t, res.TimedOut)

@@ -2,9 +2,9 @@ package workload_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,17 +24,20 @@ func TestCreateRetriesTransientFailures(t *testing.T) {
 			srv := sandboxtest.NewServer(t)
 			f := &faults{status: status}
 			f.n.Store(2)
+			var mu sync.Mutex
 			var retries []int
 			rp := fastRetry
-			rp.OnRetry = func(n int, err error, _ time.Duration) {
-				retries = append(retries, n)
-				assert.True(t, workload.Transient(err), "%v", err)
+			rp.OnRetry = func(ev sandbox.RetryEvent) {
+				mu.Lock()
+				defer mu.Unlock()
+				retries = append(retries, ev.Attempt)
+				assert.Equal(t, status, ev.StatusCode)
 			}
-			sb, attempts, err := workload.Create(context.Background(), newClient(t, srv, f.middleware), sandbox.CreateParams{}, rp)
+			sb, err := workload.Create(context.Background(), newClientWith(t, srv, rp, f.middleware), sandbox.CreateParams{})
 			require.NoError(t, err)
-			assert.Equal(t, 3, attempts)
-			assert.Equal(t, []int{1, 2}, retries)
-			assert.Regexp(t, `^wl-[0-9a-f]{16}$`, sb.Name())
+			assert.Equal(t, int32(3), f.sent.Load())
+			assert.Equal(t, []int{2, 3}, retries, "one OnRetry reports every retry")
+			assert.Regexp(t, `^sbx-[0-9a-f]{16}$`, sb.Name(), "an unnamed sandbox is named so it can be looked up")
 			assert.Len(t, srv.Sandboxes(), 1, "exactly one sandbox exists")
 		})
 	}
@@ -46,11 +49,9 @@ func TestCreateOutcomeUnknownFindsTheSandbox(t *testing.T) {
 	// The server creates the sandbox, but the answer is lost (502).
 	f := &faults{status: http.StatusBadGateway, pass: true}
 	f.n.Store(1)
-	sb, attempts, err := workload.Create(context.Background(), newClient(t, srv, f.middleware),
-		sandbox.CreateParams{Name: "agent-42"}, fastRetry)
+	sb, err := workload.Create(context.Background(), newClient(t, srv, f.middleware), sandbox.CreateParams{Name: "agent-42"})
 	require.NoError(t, err)
-	assert.Equal(t, 1, attempts, "the create was not sent twice")
-	assert.Equal(t, int32(1), f.sent.Load())
+	assert.Equal(t, int32(1), f.sent.Load(), "the create was not sent twice")
 	assert.Equal(t, "agent-42", sb.Name())
 	assert.NotEmpty(t, sb.SessionID())
 	assert.Len(t, srv.Sandboxes(), 1)
@@ -61,10 +62,10 @@ func TestCreateOutcomeUnknownOnLastAttempt(t *testing.T) {
 	srv := sandboxtest.NewServer(t)
 	f := &faults{status: http.StatusInternalServerError, pass: true}
 	f.n.Store(1)
-	sb, attempts, err := workload.Create(context.Background(), newClient(t, srv, f.middleware),
-		sandbox.CreateParams{}, workload.RetryPolicy{Attempts: 1})
+	c := newClientWith(t, srv, sandbox.RetryPolicy{MaxRetries: -1}, f.middleware)
+	sb, err := workload.Create(context.Background(), c, sandbox.CreateParams{})
 	require.NoError(t, err, "the sandbox the only attempt created is found, not leaked")
-	assert.Equal(t, 1, attempts)
+	assert.Equal(t, int32(1), f.sent.Load())
 	assert.Len(t, srv.Sandboxes(), 1)
 	assert.Equal(t, srv.Sandboxes()[0].Name, sb.Name())
 }
@@ -83,9 +84,9 @@ func TestCreateOutcomeUnknownThenNameTaken(t *testing.T) {
 		}
 		return f.middleware(req, next)
 	}
-	sb, attempts, err := workload.Create(context.Background(), newClient(t, srv, lagging), sandbox.CreateParams{Name: "agent-7"}, fastRetry)
+	sb, err := workload.Create(context.Background(), newClient(t, srv, lagging), sandbox.CreateParams{Name: "agent-7"})
 	require.NoError(t, err)
-	assert.Equal(t, 2, attempts)
+	assert.Equal(t, int32(2), f.sent.Load())
 	assert.Equal(t, "agent-7", sb.Name())
 	assert.Len(t, srv.Sandboxes(), 1)
 	assert.Equal(t, int32(2), lookups.Load())
@@ -98,9 +99,8 @@ func TestCreateDoesNotRetryClientErrors(t *testing.T) {
 			srv := sandboxtest.NewServer(t)
 			f := &faults{status: status}
 			f.n.Store(5)
-			_, attempts, err := workload.Create(context.Background(), newClient(t, srv, f.middleware), sandbox.CreateParams{}, fastRetry)
+			_, err := workload.Create(context.Background(), newClient(t, srv, f.middleware), sandbox.CreateParams{})
 			require.Error(t, err)
-			assert.Equal(t, 1, attempts)
 			assert.Equal(t, int32(1), f.sent.Load())
 			assert.ErrorIs(t, err, workload.ErrCreationFailed)
 			var ae *sandbox.APIError
@@ -114,12 +114,13 @@ func TestCreateDoesNotRetryClientErrors(t *testing.T) {
 func TestCreateExistingNameIsNotAdopted(t *testing.T) {
 	t.Parallel()
 	srv := sandboxtest.NewServer(t)
-	c := newClient(t, srv)
+	f := &faults{}
+	c := newClient(t, srv, f.middleware)
 	_, err := c.Create(context.Background(), sandbox.CreateParams{Name: "taken"})
 	require.NoError(t, err)
-	_, attempts, err := workload.Create(context.Background(), c, sandbox.CreateParams{Name: "taken"}, fastRetry)
+	_, err = workload.Create(context.Background(), c, sandbox.CreateParams{Name: "taken"})
 	assert.ErrorIs(t, err, workload.ErrCreationFailed)
-	assert.Equal(t, 1, attempts)
+	assert.Equal(t, int32(2), f.sent.Load(), "one create each")
 	assert.Len(t, srv.Sandboxes(), 1)
 }
 
@@ -128,24 +129,24 @@ func TestCreateGivesUp(t *testing.T) {
 	srv := sandboxtest.NewServer(t)
 	f := &faults{status: http.StatusServiceUnavailable}
 	f.n.Store(100)
-	_, attempts, err := workload.Create(context.Background(), newClient(t, srv, f.middleware),
-		sandbox.CreateParams{}, workload.RetryPolicy{Attempts: 4, InitialBackoff: time.Millisecond})
+	c := newClientWith(t, srv, sandbox.RetryPolicy{MaxRetries: 3, BaseDelay: time.Millisecond}, f.middleware)
+	_, err := workload.Create(context.Background(), c, sandbox.CreateParams{})
 	require.Error(t, err)
-	assert.Equal(t, 4, attempts)
-	assert.Equal(t, workload.CodeCreationFailed, workload.CodeOf(err))
+	assert.Equal(t, int32(4), f.sent.Load())
+	assert.Equal(t, workload.CodeCreationFailed, workload.ErrorCodeOf(err))
 	assert.ErrorIs(t, err, sandbox.ErrServer)
 	var we *workload.Error
 	require.ErrorAs(t, err, &we)
 	assert.NotContains(t, we.UserMessage(), "503")
+	assert.Empty(t, srv.Sandboxes())
 }
 
 func TestCreateInvalidInput(t *testing.T) {
 	t.Parallel()
 	srv := sandboxtest.NewServer(t)
-	_, attempts, err := workload.Create(context.Background(), newClient(t, srv), sandbox.CreateParams{VCPUs: 3}, fastRetry)
+	_, err := workload.Create(context.Background(), newClient(t, srv), sandbox.CreateParams{VCPUs: 3})
 	assert.ErrorIs(t, err, workload.ErrInvalidInput)
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
-	assert.Equal(t, 0, attempts)
 	assert.Empty(t, srv.Requests())
 }
 
@@ -155,39 +156,9 @@ func TestCreateStopsWhenContextEnds(t *testing.T) {
 	f := &faults{status: http.StatusServiceUnavailable}
 	f.n.Store(100)
 	ctx, cancel := context.WithCancel(context.Background())
-	rp := workload.RetryPolicy{InitialBackoff: time.Hour, OnRetry: func(int, error, time.Duration) { cancel() }}
-	_, attempts, err := workload.Create(ctx, newClient(t, srv, f.middleware), sandbox.CreateParams{}, rp)
+	rp := sandbox.RetryPolicy{BaseDelay: time.Hour, MaxDelay: time.Hour, OnRetry: func(sandbox.RetryEvent) { cancel() }}
+	_, err := workload.Create(ctx, newClientWith(t, srv, rp, f.middleware), sandbox.CreateParams{})
 	assert.ErrorIs(t, err, workload.ErrCancelled)
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, 1, attempts)
-}
-
-func TestBackoff(t *testing.T) {
-	rp := workload.RetryPolicy{InitialBackoff: time.Second, MaxBackoff: 5 * time.Second}
-	assert.Equal(t, time.Second, rp.Backoff(1))
-	assert.Equal(t, 2*time.Second, rp.Backoff(2))
-	assert.Equal(t, 4*time.Second, rp.Backoff(3))
-	assert.Equal(t, 5*time.Second, rp.Backoff(4))
-	assert.Equal(t, 5*time.Second, rp.Backoff(40))
-	assert.Equal(t, workload.DefaultInitialBackoff, workload.RetryPolicy{}.Backoff(1))
-}
-
-func TestTransient(t *testing.T) {
-	cases := []struct {
-		err  error
-		want bool
-	}{
-		{&sandbox.APIError{StatusCode: 429}, true},
-		{&sandbox.APIError{StatusCode: 500}, true},
-		{&sandbox.APIError{StatusCode: 404}, false},
-		{&sandbox.APIError{StatusCode: 422}, false},
-		{&sandbox.OutcomeUnknownError{Op: "create sandbox", Err: errors.New("reset")}, true},
-		{&sandbox.InputError{Field: "VCPUs"}, false},
-		{context.Canceled, false},
-		{context.DeadlineExceeded, false},
-		{nil, false},
-	}
-	for _, c := range cases {
-		assert.Equal(t, c.want, workload.Transient(c.err), "%v", c.err)
-	}
+	assert.Equal(t, int32(1), f.sent.Load())
 }

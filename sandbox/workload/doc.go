@@ -1,5 +1,5 @@
 // Package workload composes the sandbox client into the building blocks that
-// real workloads need: creating a sandbox with retries, stable error codes
+// real workloads need: stable error codes
 // that are safe to show to end users, observation of each phase, a runner
 // that always stops its sandbox, a code-execution tool with validated input,
 // and task control (stop from another process, cancellation, inactivity and

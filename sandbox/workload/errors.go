@@ -8,39 +8,39 @@ import (
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 )
 
-// Code is a stable, machine-readable error code. Codes never change meaning
+// ErrorCode is a stable, machine-readable error code. Codes never change meaning
 // between releases; store them, switch on them, show them to support staff.
-type Code string
+type ErrorCode string
 
 // Error codes.
 const (
 	// CodeCreationFailed: no sandbox could be created (after retries).
-	CodeCreationFailed Code = "SANDBOX_CREATION_FAILED"
+	CodeCreationFailed ErrorCode = "SANDBOX_CREATION_FAILED"
 	// CodeTimeout: the workload ran out of time (overall deadline or a
 	// command's timeout).
-	CodeTimeout Code = "SANDBOX_TIMEOUT"
+	CodeTimeout ErrorCode = "SANDBOX_TIMEOUT"
 	// CodeSetupFailed: a setup step (package install, file upload) failed.
-	CodeSetupFailed Code = "SANDBOX_SETUP_FAILED"
+	CodeSetupFailed ErrorCode = "SANDBOX_SETUP_FAILED"
 	// CodeExecutionFailed: the workload itself (the agent) failed or
 	// produced output that could not be understood.
-	CodeExecutionFailed Code = "AGENT_EXECUTION_FAILED"
+	CodeExecutionFailed ErrorCode = "AGENT_EXECUTION_FAILED"
 	// CodeInactive: the command produced no output for too long and was
 	// killed.
-	CodeInactive Code = "AGENT_INACTIVE"
+	CodeInactive ErrorCode = "AGENT_INACTIVE"
 	// CodeInvalidInput: the request was refused before anything ran.
-	CodeInvalidInput Code = "INVALID_INPUT"
+	CodeInvalidInput ErrorCode = "INVALID_INPUT"
 	// CodeStopped: the work was stopped on request.
-	CodeStopped Code = "TASK_STOPPED"
+	CodeStopped ErrorCode = "TASK_STOPPED"
 	// CodeTaskEnded: a step was refused because its task had already
 	// ended (stopped, timed out or inactive). The step did not run.
-	CodeTaskEnded Code = "TASK_ENDED"
+	CodeTaskEnded ErrorCode = "TASK_ENDED"
 	// CodeCancelled: the caller's context was cancelled.
-	CodeCancelled Code = "CANCELLED"
+	CodeCancelled ErrorCode = "CANCELLED"
 	// CodeStopFailed: the sandbox could not be stopped.
-	CodeStopFailed Code = "SANDBOX_STOP_FAILED"
+	CodeStopFailed ErrorCode = "SANDBOX_STOP_FAILED"
 )
 
-var defaultMessages = map[Code]string{
+var defaultMessages = map[ErrorCode]string{
 	CodeCreationFailed:  "The sandbox could not be created. Please try again later.",
 	CodeTimeout:         "The task took too long and was stopped.",
 	CodeSetupFailed:     "The sandbox could not be prepared.",
@@ -54,7 +54,7 @@ var defaultMessages = map[Code]string{
 }
 
 // Message returns the default user-facing message of the code.
-func (c Code) Message() string {
+func (c ErrorCode) Message() string {
 	if m, ok := defaultMessages[c]; ok {
 		return m
 	}
@@ -68,7 +68,7 @@ func (c Code) Message() string {
 // It never contains secrets or text from the server. Err is the cause, for
 // logs and errors.Is/As; Error() includes it.
 type Error struct {
-	Code    Code
+	Code    ErrorCode
 	Message string
 	Err     error
 }
@@ -115,9 +115,9 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// CodeOf returns the Code of the first *Error in err's chain, or "" when
-// there is none.
-func CodeOf(err error) Code {
+// ErrorCodeOf returns the ErrorCode of the first *Error in err's chain,
+// or "" when there is none.
+func ErrorCodeOf(err error) ErrorCode {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
@@ -125,14 +125,14 @@ func CodeOf(err error) Code {
 	return ""
 }
 
-func newError(code Code, err error) *Error {
+func newError(code ErrorCode, err error) *Error {
 	return &Error{Code: code, Err: err}
 }
 
 // classify wraps err in an *Error. An err that already is (or wraps) an
 // *Error keeps its code; deadlines, cancellation and inactivity get their
 // own codes; everything else gets fallback.
-func classify(ctx context.Context, fallback Code, err error) error {
+func classify(ctx context.Context, fallback ErrorCode, err error) error {
 	if err == nil {
 		return nil
 	}

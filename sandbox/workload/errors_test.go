@@ -21,15 +21,15 @@ func TestErrorMatching(t *testing.T) {
 	var we *workload.Error
 	require.ErrorAs(t, err, &we)
 	assert.Equal(t, workload.CodeTimeout, we.Code)
-	assert.Equal(t, "SANDBOX_TIMEOUT", string(workload.CodeOf(err)))
+	assert.Equal(t, "SANDBOX_TIMEOUT", string(workload.ErrorCodeOf(err)))
 	assert.Equal(t, workload.CodeTimeout.Message(), we.UserMessage())
 	assert.NotContains(t, we.UserMessage(), "xyz", "server text is not shown to users")
 	assert.Contains(t, we.Error(), "xyz", "but is logged")
-	assert.Equal(t, workload.Code(""), workload.CodeOf(errors.New("plain")))
+	assert.Equal(t, workload.ErrorCode(""), workload.ErrorCodeOf(errors.New("plain")))
 }
 
 func TestErrorCodesAreStable(t *testing.T) {
-	for code, want := range map[workload.Code]string{
+	for code, want := range map[workload.ErrorCode]string{
 		workload.CodeCreationFailed:  "SANDBOX_CREATION_FAILED",
 		workload.CodeTimeout:         "SANDBOX_TIMEOUT",
 		workload.CodeSetupFailed:     "SANDBOX_SETUP_FAILED",

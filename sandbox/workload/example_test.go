@@ -47,7 +47,7 @@ func ExampleRunner() {
 		Sandbox: sandbox.CreateParams{Runtime: "node24", VCPUs: 4, Timeout: 10 * time.Minute},
 		Timeout: 10 * time.Minute,
 		Setup: []workload.Step{
-			workload.CommandStep("install", sandbox.Command("npm", "install", "left-pad")),
+			workload.CommandStep("install", &command.Cmd{Name: "npm", Args: []string{"install", "left-pad"}}),
 			workload.WriteFilesStep("write script", files.FromString("main.mjs", `console.log("hello")`)),
 		},
 		Name: "script",
@@ -104,11 +104,11 @@ func ExampleTask() {
 	task := workload.NewTask(sb, workload.TaskOptions{
 		Deadline: time.Now().Add(300 * time.Millisecond),
 	})
-	_, err = task.Run(ctx, sandbox.Command("agent"))
-	fmt.Println(workload.CodeOf(err))
+	_, err = task.Run(ctx, &command.Cmd{Name: "agent"})
+	fmt.Println(workload.ErrorCodeOf(err))
 	// The deadline passed: no later step runs.
-	_, err = task.Run(ctx, sandbox.Command("node", "cleanup.mjs"))
-	fmt.Println(workload.CodeOf(err), errors.Is(err, workload.ErrTimeout))
+	_, err = task.Run(ctx, &command.Cmd{Name: "node", Args: []string{"cleanup.mjs"}})
+	fmt.Println(workload.ErrorCodeOf(err), errors.Is(err, workload.ErrTimeout))
 	// Output:
 	// SANDBOX_TIMEOUT
 	// TASK_ENDED true
@@ -142,7 +142,7 @@ func ExampleAcquire() {
 	p := sandbox.CreateParams{Name: "kept-alive"}
 
 	for range 2 {
-		a, err := workload.Acquire(ctx, client, p, workload.RetryPolicy{})
+		a, err := workload.Acquire(ctx, client, p)
 		if err != nil {
 			fmt.Println(err)
 			return

@@ -13,8 +13,8 @@ import (
 	"github.com/sbx-go/vercel-sandbox/sandbox/workload"
 )
 
-// fastRetry keeps retry tests quick.
-var fastRetry = workload.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
+// fastRetry keeps retry tests quick: 3 attempts, waits of a few ms.
+var fastRetry = sandbox.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}
 
 func isCreate(r *http.Request) bool {
 	return r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/v3/sandboxes") || strings.HasSuffix(r.URL.Path, "/v2/sandboxes"))
@@ -61,11 +61,16 @@ func (f *faults) middleware(req *http.Request, next sandbox.RoundTripFunc) (*htt
 	return respond(req, f.status, ""), nil
 }
 
-// newClient returns a client of srv without the client's own retries, so
-// that the tests see what workload does.
+// newClient returns a client of srv with fastRetry.
 func newClient(t *testing.T, srv *sandboxtest.Server, mw ...sandbox.Middleware) *sandbox.Client {
 	t.Helper()
-	return srv.Client(sandbox.WithRetryPolicy(sandbox.RetryPolicy{MaxRetries: -1}), sandbox.WithMiddleware(mw...))
+	return newClientWith(t, srv, fastRetry, mw...)
+}
+
+// newClientWith returns a client of srv with the retry policy rp.
+func newClientWith(t *testing.T, srv *sandboxtest.Server, rp sandbox.RetryPolicy, mw ...sandbox.Middleware) *sandbox.Client {
+	t.Helper()
+	return srv.Client(sandbox.WithRetryPolicy(rp), sandbox.WithMiddleware(mw...))
 }
 
 // recorder is an Observer that keeps every event.

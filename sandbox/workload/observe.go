@@ -37,11 +37,9 @@ type PhaseEvent struct {
 	SessionID   string
 	Start       time.Time
 	Duration    time.Duration // set at the end
-	// Attempts is how many create requests were made (create only).
-	Attempts int
 	// Err is the failure, nil on success. Code is its code ("" on success).
 	Err  error
-	Code Code
+	Code ErrorCode
 	// Usage is the token usage, when known (execute only).
 	Usage *Usage
 }
@@ -122,9 +120,6 @@ func (o logObserver) PhaseStart(ctx context.Context, e PhaseEvent) {
 
 func (o logObserver) PhaseEnd(ctx context.Context, e PhaseEvent) {
 	a := append(attrs(e), slog.Duration("duration", e.Duration), slog.String("outcome", e.Outcome()))
-	if e.Attempts > 0 {
-		a = append(a, slog.Int("attempts", e.Attempts))
-	}
 	if e.Usage != nil {
 		a = append(a, slog.Int("input_tokens", e.Usage.InputTokens), slog.Int("output_tokens", e.Usage.OutputTokens))
 	}
@@ -166,7 +161,7 @@ func begin(ctx context.Context, obs Observer, ev PhaseEvent) *tracker {
 func (t *tracker) end(ctx context.Context, err error) PhaseEvent {
 	t.ev.Duration = time.Since(t.ev.Start)
 	t.ev.Err = err
-	t.ev.Code = CodeOf(err)
+	t.ev.Code = ErrorCodeOf(err)
 	if t.obs != nil {
 		t.obs.PhaseEnd(ctx, t.ev)
 	}

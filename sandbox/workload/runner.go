@@ -14,12 +14,11 @@ import (
 // DefaultStopTimeout bounds the stop a Runner or Task does at the end.
 const DefaultStopTimeout = 30 * time.Second
 
-// Runner runs jobs: create a sandbox (with retries), run the setup steps,
+// Runner runs jobs: create a sandbox (retried as the client's RetryPolicy
+// says, see sandbox.Client.Create), run the setup steps,
 // execute, and always stop the sandbox. It is safe for concurrent use.
 type Runner struct {
 	Client *sandbox.Client
-	// Retry configures sandbox creation; the zero value is 3 attempts.
-	Retry RetryPolicy
 	// Observer receives every phase; nil reports nothing.
 	Observer Observer
 	// StopTimeout bounds the final stop, which runs on a context detached
@@ -55,7 +54,7 @@ func CommandStep(name string, cmd *command.Cmd) Step {
 // Job is one unit of work for a Runner.
 type Job struct {
 	// Sandbox describes the sandbox to create. An empty Name gets a random
-	// one (see Create).
+	// one (see sandbox.Client.Create).
 	Sandbox sandbox.CreateParams
 	// Timeout bounds the whole job, from create to the end of Execute;
 	// 0 means only ctx bounds it. When it passes, the running command is
@@ -108,8 +107,7 @@ func (r *Runner) Run(ctx context.Context, job Job) (*Report, error) {
 	}
 
 	t := begin(runCtx, r.Observer, PhaseEvent{Phase: PhaseCreate, SandboxName: job.Sandbox.Name})
-	sb, attempts, err := Create(runCtx, r.Client, job.Sandbox, r.Retry)
-	t.ev.Attempts = attempts
+	sb, err := Create(runCtx, r.Client, job.Sandbox)
 	if sb != nil {
 		t.ev.SandboxName, t.ev.SessionID = sb.Name(), sb.SessionID()
 		rep.SandboxName, rep.SessionID = sb.Name(), sb.SessionID()

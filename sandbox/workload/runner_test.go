@@ -25,17 +25,17 @@ func TestRunnerSuccess(t *testing.T) {
 	srv.Script().Handle(sandboxtest.MatchName("npm"), sandboxtest.Reply{Stdout: "added 1 package\n"})
 	srv.Script().Handle(sandboxtest.MatchName("node"), sandboxtest.Reply{Stdout: `{"text":"hi"}`})
 	rec := newRecorder()
-	r := &workload.Runner{Client: newClient(t, srv), Retry: fastRetry, Observer: rec}
+	r := &workload.Runner{Client: newClient(t, srv), Observer: rec}
 	var out string
 	rep, err := r.Run(context.Background(), workload.Job{
 		Sandbox: sandbox.CreateParams{Runtime: "node24", VCPUs: 4, Timeout: 10 * time.Minute},
 		Setup: []workload.Step{
-			workload.CommandStep("npm install", sandbox.Command("npm", "install", "left-pad")),
+			workload.CommandStep("npm install", &command.Cmd{Name: "npm", Args: []string{"install", "left-pad"}}),
 			workload.WriteFilesStep("write agent", files.FromString("agent.mjs", "console.log(1)")),
 		},
 		Name: "agent",
 		Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error) {
-			b, err := sb.Output(ctx, sandbox.Command("node", "agent.mjs"))
+			b, err := sb.Output(ctx, &command.Cmd{Name: "node", Args: []string{"agent.mjs"}})
 			out = string(b)
 			return &workload.Usage{InputTokens: 10, OutputTokens: 5}, err
 		},
@@ -47,7 +47,6 @@ func TestRunnerSuccess(t *testing.T) {
 	assert.Len(t, rec.starts, 5)
 	assert.True(t, rep.Stopped)
 	assert.Equal(t, 15, rep.Usage.Total())
-	assert.Equal(t, 1, rep.Phases[0].Attempts)
 	assert.Equal(t, 0, runningSessions(srv))
 	sess, ok := srv.Session(rep.SessionID)
 	require.True(t, ok)
@@ -61,12 +60,12 @@ func TestRunnerFailuresStopTheSandbox(t *testing.T) {
 		name   string
 		setup  []workload.Step
 		exec   func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error)
-		code   workload.Code
+		code   workload.ErrorCode
 		phases []string
 	}{
 		{
 			name:   "setup command fails",
-			setup:  []workload.Step{workload.CommandStep("npm install", sandbox.Command("npm", "install"))},
+			setup:  []workload.Step{workload.CommandStep("npm install", &command.Cmd{Name: "npm", Args: []string{"install"}})},
 			code:   workload.CodeSetupFailed,
 			phases: []string{"create=ok", "setup:npm install=SANDBOX_SETUP_FAILED", "stop=ok"},
 		},
@@ -94,10 +93,10 @@ func TestRunnerFailuresStopTheSandbox(t *testing.T) {
 			if exec == nil {
 				exec = func(context.Context, *sandbox.Sandbox) (*workload.Usage, error) { return nil, nil }
 			}
-			r := &workload.Runner{Client: newClient(t, srv), Retry: fastRetry}
+			r := &workload.Runner{Client: newClient(t, srv)}
 			rep, err := r.Run(context.Background(), workload.Job{Setup: c.setup, Execute: exec})
 			require.Error(t, err)
-			assert.Equal(t, c.code, workload.CodeOf(err), "%v", err)
+			assert.Equal(t, c.code, workload.ErrorCodeOf(err), "%v", err)
 			assert.Equal(t, c.phases, phases(rep.Phases))
 			assert.True(t, rep.Stopped)
 			assert.Equal(t, 0, runningSessions(srv))
@@ -111,7 +110,7 @@ func TestRunnerCreationFailure(t *testing.T) {
 	f := &faults{status: http.StatusServiceUnavailable}
 	f.n.Store(10)
 	called := false
-	r := &workload.Runner{Client: newClient(t, srv, f.middleware), Retry: fastRetry}
+	r := &workload.Runner{Client: newClient(t, srv, f.middleware)}
 	rep, err := r.Run(context.Background(), workload.Job{Execute: func(context.Context, *sandbox.Sandbox) (*workload.Usage, error) {
 		called = true
 		return nil, nil
@@ -119,7 +118,7 @@ func TestRunnerCreationFailure(t *testing.T) {
 	assert.ErrorIs(t, err, workload.ErrCreationFailed)
 	assert.False(t, called)
 	require.Len(t, rep.Phases, 1)
-	assert.Equal(t, 3, rep.Phases[0].Attempts)
+	assert.Equal(t, int32(3), f.sent.Load(), "the client's three attempts")
 	assert.Equal(t, "SANDBOX_CREATION_FAILED", rep.Phases[0].Outcome())
 }
 
@@ -127,7 +126,7 @@ func TestRunnerTimeoutKillsAndStops(t *testing.T) {
 	t.Parallel()
 	srv := sandboxtest.NewServer(t)
 	srv.Script().Handle(sandboxtest.MatchName("agent"), sandboxtest.Steps{}.Stdout("thinking\n").Block())
-	r := &workload.Runner{Client: newClient(t, srv), Retry: fastRetry}
+	r := &workload.Runner{Client: newClient(t, srv)}
 	rep, err := r.Run(context.Background(), workload.Job{
 		Timeout: 500 * time.Millisecond,
 		Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error) {
@@ -148,7 +147,7 @@ func TestRunnerCancelledStillStops(t *testing.T) {
 	t.Parallel()
 	srv := sandboxtest.NewServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &workload.Runner{Client: newClient(t, srv), Retry: fastRetry}
+	r := &workload.Runner{Client: newClient(t, srv)}
 	rep, err := r.Run(ctx, workload.Job{Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error) {
 		cancel()
 		<-ctx.Done()
@@ -163,7 +162,7 @@ func TestRunnerPanicStillStops(t *testing.T) {
 	t.Parallel()
 	srv := sandboxtest.NewServer(t)
 	rec := newRecorder()
-	r := &workload.Runner{Client: newClient(t, srv), Retry: fastRetry, Observer: rec}
+	r := &workload.Runner{Client: newClient(t, srv), Observer: rec}
 	assert.PanicsWithValue(t, "bug", func() {
 		_, _ = r.Run(context.Background(), workload.Job{Execute: func(context.Context, *sandbox.Sandbox) (*workload.Usage, error) {
 			panic("bug")
@@ -183,7 +182,7 @@ func TestRunnerStopFailureIsReported(t *testing.T) {
 		}
 		return next(req)
 	}
-	r := &workload.Runner{Client: newClient(t, srv, failStop), Retry: fastRetry}
+	r := &workload.Runner{Client: newClient(t, srv, failStop)}
 	rep, err := r.Run(context.Background(), workload.Job{Execute: func(context.Context, *sandbox.Sandbox) (*workload.Usage, error) {
 		return nil, nil
 	}})
@@ -203,10 +202,10 @@ func TestLogObserver(t *testing.T) {
 	obs := workload.LogObserver(slog.New(slog.NewTextHandler(&buf, nil)))
 	obs.PhaseEnd(context.Background(), workload.PhaseEvent{Phase: workload.PhaseExecute, Step: "agent", Duration: time.Second,
 		Usage: &workload.Usage{InputTokens: 3, OutputTokens: 4}})
-	obs.PhaseEnd(context.Background(), workload.PhaseEvent{Phase: workload.PhaseCreate, Attempts: 3,
+	obs.PhaseEnd(context.Background(), workload.PhaseEvent{Phase: workload.PhaseCreate,
 		Err: workload.ErrCreationFailed, Code: workload.CodeCreationFailed})
 	s := buf.String()
 	assert.Contains(t, s, "phase=execute step=agent duration=1s outcome=ok input_tokens=3 output_tokens=4")
 	assert.Contains(t, s, "level=WARN")
-	assert.Contains(t, s, "outcome=SANDBOX_CREATION_FAILED attempts=3")
+	assert.Contains(t, s, "outcome=SANDBOX_CREATION_FAILED")
 }

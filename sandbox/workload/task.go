@@ -68,7 +68,7 @@ func StopTask(ctx context.Context, c *sandbox.Client, ref TaskRef) (StopOutcome,
 		case err == nil && sess.Status.Terminal():
 			return AlreadyStopped, nil
 		case err == nil:
-			res, err = c.StopSession(ctx, ref.SessionID)
+			res, err = c.Stop(ctx, ref.SessionID)
 		}
 	} else {
 		res, err = c.StopSandbox(ctx, ref.SandboxName)
@@ -343,11 +343,11 @@ type Acquired struct {
 //   - stopped (410) or unhealthy: stop what is left of the session (when
 //     unhealthy) and boot a new session of the same sandbox (its
 //     filesystem is restored if it is persistent);
-//   - not found: create it with Create's retries.
+//   - not found: create it (see Create).
 //
 // p.Name is required. Failures are *Error (CodeCreationFailed for a failed
 // create or resume).
-func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, rp RetryPolicy, hopts ...sandbox.HealthOptions) (*Acquired, error) {
+func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, hopts ...sandbox.HealthOption) (*Acquired, error) {
 	if c == nil {
 		return nil, &Error{Code: CodeInvalidInput, Message: "no sandbox client given"}
 	}
@@ -357,7 +357,7 @@ func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, rp 
 	if err := sandbox.ValidateName(p.Name); err != nil {
 		return nil, newError(CodeInvalidInput, err)
 	}
-	h, err := c.Probe(ctx, p.Name, "", hopts...)
+	h, err := c.Health(ctx, p.Name, "", hopts...)
 	if err != nil {
 		return nil, newError(CodeInvalidInput, err)
 	}
@@ -373,11 +373,11 @@ func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, rp 
 	case sandbox.Stopped, sandbox.Unhealthy:
 		if h.State == sandbox.Unhealthy && h.SessionID != "" {
 			// Do not leave a session that does not answer running.
-			if _, err := c.StopSession(ctx, h.SessionID); err != nil && !errors.Is(err, sandbox.ErrGone) && !errors.Is(err, sandbox.ErrNotFound) {
+			if _, err := c.Stop(ctx, h.SessionID); err != nil && !errors.Is(err, sandbox.ErrGone) && !errors.Is(err, sandbox.ErrNotFound) {
 				return nil, classify(ctx, CodeCreationFailed, err)
 			}
 		}
-		sb, err := c.Get(ctx, p.Name, sandbox.GetOptions{Resume: true})
+		sb, err := c.Resume(ctx, p.Name)
 		if err == nil {
 			return &Acquired{Sandbox: sb, Decision: Resumed, Health: h}, nil
 		}
@@ -385,7 +385,7 @@ func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, rp 
 			return nil, classify(ctx, CodeCreationFailed, err)
 		}
 	}
-	sb, _, err := Create(ctx, c, p, rp)
+	sb, err := Create(ctx, c, p)
 	if err != nil {
 		return nil, err
 	}

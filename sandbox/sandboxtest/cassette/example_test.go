@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/cassette"
 )
@@ -119,7 +120,7 @@ func Example_sandboxClient() {
 		fmt.Println(err)
 		return
 	}
-	res, err := sb.Run(ctx, sandbox.Command("echo", "hello", "from", "a", "cassette"))
+	res, err := sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"hello", "from", "a", "cassette"}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -128,7 +129,7 @@ func Example_sandboxClient() {
 	fmt.Println("session:", sb.SessionID())
 
 	// A request the cassette does not hold fails with a diff.
-	_, err = sb.Run(ctx, sandbox.Command("echo", "bye"))
+	_, err = sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"bye"}})
 	fmt.Println(errors.Is(err, cassette.ErrNoMatch))
 	// Output:
 	// exit 0: hello from a cassette

@@ -27,7 +27,7 @@ func exampleScenario(ctx context.Context, client *sandbox.Client) (*command.Resu
 	if err != nil {
 		return nil, err
 	}
-	res, err := sb.Run(ctx, sandbox.Command("echo", "hello", "from", "a", "cassette"))
+	res, err := sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"hello", "from", "a", "cassette"}})
 	if err != nil {
 		return nil, err
 	}

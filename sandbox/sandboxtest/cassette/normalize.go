@@ -69,6 +69,7 @@ func newNormalizer(resMs int64, extra []volatile, secrets []string) *normalizer 
 		volatile{kind: "session", re: regexp.MustCompile(`\bsbx_[A-Za-z0-9]{4,}`), prefix: "sbx_"},
 		volatile{kind: "command", re: regexp.MustCompile(`\bcmd_[A-Za-z0-9]{4,}`), prefix: "cmd_"},
 		volatile{kind: "snapshot", re: regexp.MustCompile(`\bsnap_[A-Za-z0-9]{4,}`), prefix: "snap_"},
+		volatile{kind: "name", re: regexp.MustCompile(`\bsbx-[0-9a-f]{16}\b`)}, // named by sandbox.Client.Create
 	)
 	n.kinds = append(n.kinds, extra...)
 	for _, s := range secrets {

@@ -1,5 +1,4 @@
-// Package ndjson reads newline-delimited JSON streams of any line length.
-package ndjson
+package cmdstream
 
 import (
 	"bufio"
@@ -8,29 +7,29 @@ import (
 	"io"
 )
 
-// Reader yields the lines of an NDJSON stream. Lines may be of any length:
+// lineReader yields the lines of an NDJSON stream. Lines may be of any length:
 // it grows its buffer as needed rather than failing on long lines. Blank
 // lines are skipped. It is not safe for concurrent use.
-type Reader struct {
+type lineReader struct {
 	br  *bufio.Reader
 	buf []byte
 	max int
 }
 
-// ErrLineTooLong is returned when a line exceeds the configured maximum.
-var ErrLineTooLong = errors.New("ndjson: line exceeds the maximum length")
+// errLineTooLong is returned when a line exceeds the configured maximum.
+var errLineTooLong = errors.New("ndjson: line exceeds the maximum length")
 
-// NewReader returns a Reader over r. maxLine bounds one line in bytes; zero
+// newLineReader returns a lineReader over r. maxLine bounds one line in bytes; zero
 // or less means no bound.
-func NewReader(r io.Reader, maxLine int) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 8<<10), max: maxLine}
+func newLineReader(r io.Reader, maxLine int) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 8<<10), max: maxLine}
 }
 
 // Next returns the next non-blank line without its terminator. The slice is
 // valid until the next call. At the end of the stream it returns io.EOF; a
 // final line without a newline is returned as a line, and io.EOF comes with
 // the following call. Other read errors are returned as they are.
-func (r *Reader) Next() ([]byte, error) {
+func (r *lineReader) Next() ([]byte, error) {
 	for {
 		line, err := r.readLine()
 		if len(bytes.TrimSpace(line)) > 0 {
@@ -45,7 +44,7 @@ func (r *Reader) Next() ([]byte, error) {
 	}
 }
 
-func (r *Reader) readLine() ([]byte, error) {
+func (r *lineReader) readLine() ([]byte, error) {
 	r.buf = r.buf[:0]
 	for {
 		chunk, err := r.br.ReadSlice('\n')
@@ -53,7 +52,7 @@ func (r *Reader) readLine() ([]byte, error) {
 		if r.max > 0 && len(r.buf) > r.max {
 			// Drain the rest of this line so the stream could continue, but
 			// report the error; callers normally stop here.
-			return nil, ErrLineTooLong
+			return nil, errLineTooLong
 		}
 		switch err {
 		case nil:

@@ -1,4 +1,4 @@
-package policy
+package guard
 
 import (
 	"fmt"
@@ -7,12 +7,12 @@ import (
 	"time"
 )
 
-// Transcript records every command a Runner was asked to run: the ones it
+// Transcript records every command a Gate was asked to run: the ones it
 // ran and the ones it refused. Output is bounded per command and in total;
 // argv and output are redacted. It marshals to JSON as is.
 type Transcript struct {
-	Workspace string  `json:"workspace"`
-	Entries   []Entry `json:"entries"`
+	Workspace string   `json:"workspace"`
+	Entries   []Record `json:"entries"`
 	// OutputBytes is the output kept across all entries; it never exceeds
 	// the policy's MaxTranscript.
 	OutputBytes int64 `json:"output_bytes"`
@@ -20,8 +20,8 @@ type Transcript struct {
 	Truncated bool `json:"truncated"`
 }
 
-// Entry is one command in a Transcript.
-type Entry struct {
+// Record is one command in a Transcript.
+type Record struct {
 	// Argv is the command name and arguments, redacted (arguments longer
 	// than 1 KiB are shortened).
 	Argv []string `json:"argv"`
@@ -112,7 +112,7 @@ func quoteArgs(argv []string) []string {
 
 func (t Transcript) clone() Transcript {
 	c := t
-	c.Entries = make([]Entry, len(t.Entries))
+	c.Entries = make([]Record, len(t.Entries))
 	for i, e := range t.Entries {
 		e.Argv = append([]string(nil), e.Argv...)
 		if e.ExitCode != nil {

@@ -1,4 +1,4 @@
-package policy_test
+package guard_test
 
 import (
 	"context"
@@ -10,32 +10,32 @@ import (
 	"strings"
 
 	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/command/guard"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
-	"github.com/sbx-go/vercel-sandbox/sandbox/policy"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
 func ExamplePolicy_Check() {
-	p := policy.Policy{
+	p := guard.Policy{
 		Workspace: "/vercel/sandbox",
-		Allow: []policy.Rule{
-			policy.Allow("go", "vet", "..."),
-			policy.Allow("go", "test", "..."),
-			policy.Allow("npm", "run", "lint"),
+		Allow: []guard.Rule{
+			guard.Allow("go", "vet", "..."),
+			guard.Allow("go", "test", "..."),
+			guard.Allow("npm", "run", "lint"),
 		},
-		Packages: []policy.Package{policy.NPM("eslint"), policy.NPM("typescript", "tsc")},
+		Packages: []guard.Package{guard.NPM("eslint"), guard.NPM("typescript", "tsc")},
 	}
 	for _, c := range []*command.Cmd{
-		sandbox.Command("go", "test", "-race", "./..."),
-		sandbox.Command("npx", "--yes", "eslint@9", "src"),
-		sandbox.Command("npx", "-p", "typescript", "tsc", "--noEmit"),
-		sandbox.Command("npx", "evil-pkg"),
-		sandbox.Command("sh", "-c", "go vet ./... && curl https://example.com"),
-		sandbox.Command("go", "vet", "../../etc"),
-		sandbox.Command("cat", "/etc/passwd"),
+		&command.Cmd{Name: "go", Args: []string{"test", "-race", "./..."}},
+		&command.Cmd{Name: "npx", Args: []string{"--yes", "eslint@9", "src"}},
+		&command.Cmd{Name: "npx", Args: []string{"-p", "typescript", "tsc", "--noEmit"}},
+		&command.Cmd{Name: "npx", Args: []string{"evil-pkg"}},
+		&command.Cmd{Name: "sh", Args: []string{"-c", "go vet ./... && curl https://example.com"}},
+		&command.Cmd{Name: "go", Args: []string{"vet", "../../etc"}},
+		&command.Cmd{Name: "cat", Args: []string{"/etc/passwd"}},
 	} {
 		err := p.Check(c)
-		var denied *policy.DeniedError
+		var denied *guard.DeniedError
 		if errors.As(err, &denied) {
 			fmt.Printf("%-40s denied (%s)\n", c, denied.Rule)
 			continue
@@ -54,7 +54,7 @@ func ExamplePolicy_Check() {
 
 func ExampleConfine() {
 	for _, p := range []string{"../pkg", "../../etc/passwd", "/vercel/sandbox/repo/go.mod"} {
-		abs, err := policy.Confine("/vercel/sandbox/repo", "cmd", p)
+		abs, err := guard.Confine("/vercel/sandbox/repo", "cmd", p)
 		fmt.Println(abs, err)
 	}
 	// Output:
@@ -64,7 +64,7 @@ func ExampleConfine() {
 }
 
 func ExampleRedactor_Writer() {
-	r := policy.NewRedactor("s3cr3t-value")
+	r := guard.NewRedactor("s3cr3t-value")
 	w := r.Writer(os.Stdout)
 	// A secret cut across writes is still found.
 	fmt.Fprint(w, "password=s3cr3t")
@@ -104,7 +104,7 @@ func fakeSandbox(script *sandboxtest.Script) (*sandbox.Sandbox, func()) {
 	return sb, srv.Close
 }
 
-func ExampleRunner() {
+func ExampleGate() {
 	script := sandboxtest.NewScript().
 		Handle(sandboxtest.MatchArgs("go", "vet", "./..."), sandboxtest.Reply{}).
 		Handle(sandboxtest.MatchName("go"), sandboxtest.Reply{
@@ -114,20 +114,20 @@ func ExampleRunner() {
 	defer stop()
 	ctx := context.Background()
 
-	r, err := policy.NewRunner(sb, policy.Policy{
-		Allow:   []policy.Rule{policy.Allow("go", "vet", "./..."), policy.Allow("go", "test", "...")},
+	r, err := guard.NewGate(sb, guard.Policy{
+		Allow:   []guard.Rule{guard.Allow("go", "vet", "./..."), guard.Allow("go", "test", "...")},
 		Secrets: []string{"hunter2"},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, c := range []*command.Cmd{
-		sandbox.Command("go", "vet", "./..."),
-		sandbox.Command("go", "test", "-run", "TestLogin", "./..."),
-		sandbox.Command("curl", "-u", "admin:hunter2", "https://example.com"),
+		&command.Cmd{Name: "go", Args: []string{"vet", "./..."}},
+		&command.Cmd{Name: "go", Args: []string{"test", "-run", "TestLogin", "./..."}},
+		&command.Cmd{Name: "curl", Args: []string{"-u", "admin:hunter2", "https://example.com"}},
 	} {
 		res, err := r.Run(ctx, c)
-		var denied *policy.DeniedError
+		var denied *guard.DeniedError
 		switch {
 		case errors.As(err, &denied):
 			fmt.Printf("%s: denied by %s\n", c.Name, denied.Rule)

@@ -1,4 +1,4 @@
-package ndjson
+package cmdstream
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func readAll(t *testing.T, r *Reader) []string {
+func readAll(t *testing.T, r *lineReader) []string {
 	t.Helper()
 	var out []string
 	for {
@@ -25,7 +25,7 @@ func readAll(t *testing.T, r *Reader) []string {
 
 func TestLines(t *testing.T) {
 	t.Parallel()
-	r := NewReader(strings.NewReader("{\"a\":1}\n\n  \n{\"b\":2}\r\n{\"c\":3}"), 0)
+	r := newLineReader(strings.NewReader("{\"a\":1}\n\n  \n{\"b\":2}\r\n{\"c\":3}"), 0)
 	assert.Equal(t, []string{`{"a":1}`, `{"b":2}`, `{"c":3}`}, readAll(t, r))
 }
 
@@ -33,7 +33,7 @@ func TestHugeLine(t *testing.T) {
 	t.Parallel()
 	big := bytes.Repeat([]byte("x"), 10<<20)
 	in := append(append([]byte(`{"d":"`), big...), []byte("\"}\n{}\n")...)
-	r := NewReader(bytes.NewReader(in), 0)
+	r := newLineReader(bytes.NewReader(in), 0)
 	lines := readAll(t, r)
 	require.Len(t, lines, 2)
 	assert.Len(t, lines[0], 10<<20+8)
@@ -41,19 +41,19 @@ func TestHugeLine(t *testing.T) {
 
 func TestMaxLine(t *testing.T) {
 	t.Parallel()
-	r := NewReader(strings.NewReader(strings.Repeat("y", 1000)+"\n"), 100)
+	r := newLineReader(strings.NewReader(strings.Repeat("y", 1000)+"\n"), 100)
 	_, err := r.Next()
-	assert.ErrorIs(t, err, ErrLineTooLong)
+	assert.ErrorIs(t, err, errLineTooLong)
 }
 
-type errReader struct{ err error }
+type failingReader struct{ err error }
 
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+func (e failingReader) Read([]byte) (int, error) { return 0, e.err }
 
 func TestReadError(t *testing.T) {
 	t.Parallel()
 	boom := io.ErrUnexpectedEOF
-	r := NewReader(io.MultiReader(strings.NewReader("{}\n{\"partial"), errReader{boom}), 0)
+	r := newLineReader(io.MultiReader(strings.NewReader("{}\n{\"partial"), failingReader{boom}), 0)
 	line, err := r.Next()
 	require.NoError(t, err)
 	assert.Equal(t, "{}", string(line))
@@ -61,7 +61,7 @@ func TestReadError(t *testing.T) {
 	assert.ErrorIs(t, err, boom)
 }
 
-func FuzzReader(f *testing.F) {
+func FuzzLineReader(f *testing.F) {
 	f.Add([]byte("{}\n{\"a\":1}\n"), 0)
 	f.Add([]byte("\n\n\r\n"), 3)
 	f.Add([]byte("abc"), 1)
@@ -69,12 +69,12 @@ func FuzzReader(f *testing.F) {
 		if max < 0 {
 			max = -max
 		}
-		r := NewReader(bytes.NewReader(data), max%64)
+		r := newLineReader(bytes.NewReader(data), max%64)
 		var got [][]byte
 		for {
 			line, err := r.Next()
 			if err != nil {
-				if err != io.EOF && err != ErrLineTooLong {
+				if err != io.EOF && err != errLineTooLong {
 					t.Fatalf("unexpected error %v", err)
 				}
 				break

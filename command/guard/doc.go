@@ -1,4 +1,4 @@
-// Package policy runs the lint, type-check and test commands of a
+// Package guard runs the lint, type-check and test commands of a
 // repository in a sandbox under a strict, default-deny policy.
 //
 // A Policy says which commands may run (Allow rules matched on the
@@ -6,11 +6,11 @@
 // such as npx, bunx, pnpm dlx, yarn dlx, uvx and pipx run may fetch), which
 // directory they are confined to (Workspace), and which values must never
 // appear in what they print (Secrets). Policy.Check judges a command without
-// running it; a Runner judges and runs it in a sandbox, redacts its output
+// running it; a Gate judges and runs it in a sandbox, redacts its output
 // as it streams, and keeps a bounded Transcript of everything it ran or
 // refused.
 //
-// A refused command never reaches the sandbox: Check and Runner.Run return
+// A refused command never reaches the sandbox: Check and Gate.Run return
 // a *DeniedError naming the rule that refused it (errors.Is(err, ErrDenied)).
 //
 // # What is checked
@@ -49,4 +49,4 @@
 // Bearer credentials) with "[REDACTED]", in strings and in streams: its
 // Writer holds back only what could still turn out to be a secret split
 // across writes, and flushes the rest at Close.
-package policy
+package guard

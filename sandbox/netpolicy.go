@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
 // NetworkPolicy is the network access of a sandbox, in the form sent to the
@@ -21,7 +22,7 @@ type NetworkPolicy struct {
 	Allow []string
 	// AllowRules maps a domain pattern to rules applied to its traffic; an
 	// empty list plainly allows the domain.
-	AllowRules map[string][]Rule
+	AllowRules map[string][]NetworkRule
 	// Subnets allows and denies address ranges; deny wins.
 	Subnets *Subnets
 }
@@ -38,9 +39,9 @@ type Subnets struct {
 	Deny  []string
 }
 
-// Rule applies to traffic to one domain: exactly one of Transform,
+// NetworkRule applies to traffic to one domain: exactly one of Transform,
 // ForwardURL and Response must be set.
-type Rule struct {
+type NetworkRule struct {
 	Match      *Match
 	Transform  []Transform
 	ForwardURL string
@@ -62,7 +63,7 @@ type DirectResponse struct {
 
 // Match selects requests. Every set field must match.
 type Match struct {
-	Path        *Matcher
+	Path        *StringMatcher
 	Method      []string
 	QueryString []KeyValueMatch
 	Headers     []KeyValueMatch
@@ -70,13 +71,13 @@ type Match struct {
 
 // KeyValueMatch matches a query parameter or header.
 type KeyValueMatch struct {
-	Key   *Matcher
-	Value *Matcher
+	Key   *StringMatcher
+	Value *StringMatcher
 }
 
-// Matcher matches a string: exactly one field must be set. Regex uses RE2
+// StringMatcher matches a string: exactly one field must be set. Regex uses RE2
 // syntax.
-type Matcher struct {
+type StringMatcher struct {
 	Exact      string
 	StartsWith string
 	Regex      string
@@ -122,7 +123,7 @@ func (p *NetworkPolicy) Validate() error {
 	return nil
 }
 
-func (r Rule) validate(field string) error {
+func (r NetworkRule) validate(field string) error {
 	n := 0
 	if len(r.Transform) > 0 {
 		n++
@@ -158,7 +159,7 @@ func (r Rule) validate(field string) error {
 	return nil
 }
 
-func (m *Matcher) validate(field string) error {
+func (m *StringMatcher) validate(field string) error {
 	if m == nil {
 		return nil
 	}
@@ -181,105 +182,78 @@ func (m *Matcher) validate(field string) error {
 
 // MarshalJSON encodes the request form of the policy.
 func (p NetworkPolicy) MarshalJSON() ([]byte, error) {
-	if p.Mode != "" {
-		return json.Marshal(map[string]string{"mode": p.Mode})
+	return json.Marshal(p.toWire())
+}
+
+func (p *NetworkPolicy) toWire() *wire.NetworkPolicy {
+	if p == nil {
+		return nil
 	}
-	out := map[string]any{}
+	if p.Mode != "" {
+		return &wire.NetworkPolicy{Mode: p.Mode}
+	}
+	out := &wire.NetworkPolicy{}
 	if len(p.AllowRules) > 0 {
-		m := make(map[string][]map[string]any, len(p.AllowRules))
+		m := make(map[string][]wire.NetworkRule, len(p.AllowRules))
 		for d, rules := range p.AllowRules {
-			list := make([]map[string]any, 0, len(rules))
+			list := make([]wire.NetworkRule, 0, len(rules))
 			for _, r := range rules {
-				list = append(list, r.wire())
+				list = append(list, r.toWire())
 			}
 			m[d] = list
 		}
-		out["allow"] = m
+		out.Allow = &wire.NetworkAllow{Rules: m}
 	} else if len(p.Allow) > 0 {
-		out["allow"] = p.Allow
+		out.Allow = &wire.NetworkAllow{Domains: p.Allow}
 	}
 	if p.Subnets != nil {
-		s := map[string][]string{}
-		if len(p.Subnets.Allow) > 0 {
-			s["allow"] = p.Subnets.Allow
-		}
-		if len(p.Subnets.Deny) > 0 {
-			s["deny"] = p.Subnets.Deny
-		}
-		out["subnets"] = s
+		out.Subnets = &wire.Subnets{Allow: p.Subnets.Allow, Deny: p.Subnets.Deny}
 	}
-	return json.Marshal(out)
+	return out
 }
 
-func (r Rule) wire() map[string]any {
-	o := map[string]any{}
+func (r NetworkRule) toWire() wire.NetworkRule {
+	w := wire.NetworkRule{ForwardURL: r.ForwardURL}
 	if r.Match != nil {
-		o["match"] = r.Match.wire()
+		w.Match = r.Match.toWire()
 	}
-	if len(r.Transform) > 0 {
-		ts := make([]map[string]any, 0, len(r.Transform))
-		for _, t := range r.Transform {
-			ts = append(ts, map[string]any{"headers": t.Headers})
-		}
-		o["transform"] = ts
-	}
-	if r.ForwardURL != "" {
-		o["forwardURL"] = r.ForwardURL
+	for _, t := range r.Transform {
+		w.Transform = append(w.Transform, wire.Transform{Headers: t.Headers})
 	}
 	if d := r.Response; d != nil {
-		resp := map[string]any{"statusCode": d.StatusCode}
-		if len(d.Headers) > 0 {
-			resp["headers"] = d.Headers
-		}
-		if d.Body != "" {
-			resp["body"] = d.Body
-		}
-		if d.ContentType != "" {
-			resp["contentType"] = d.ContentType
-		}
-		o["response"] = resp
+		w.Response = &wire.DirectResponse{StatusCode: d.StatusCode, Headers: d.Headers, Body: d.Body, ContentType: d.ContentType}
 	}
-	return o
+	return w
 }
 
-func (m *Match) wire() map[string]any {
-	o := map[string]any{}
-	if m.Path != nil {
-		o["path"] = m.Path.wire()
-	}
-	if len(m.Method) > 0 {
-		o["method"] = m.Method
-	}
-	kv := func(list []KeyValueMatch) []map[string]any {
-		out := make([]map[string]any, 0, len(list))
+func (m *Match) toWire() *wire.Match {
+	kv := func(list []KeyValueMatch) []wire.KeyValueMatch {
+		out := make([]wire.KeyValueMatch, 0, len(list))
 		for _, x := range list {
-			e := map[string]any{}
-			if x.Key != nil {
-				e["key"] = x.Key.wire()
-			}
-			if x.Value != nil {
-				e["value"] = x.Value.wire()
-			}
-			out = append(out, e)
+			out = append(out, wire.KeyValueMatch{Key: x.Key.toWire(), Value: x.Value.toWire()})
 		}
 		return out
 	}
+	w := &wire.Match{Path: m.Path.toWire(), Method: m.Method}
 	if len(m.QueryString) > 0 {
-		o["queryString"] = kv(m.QueryString)
+		w.QueryString = kv(m.QueryString)
 	}
 	if len(m.Headers) > 0 {
-		o["headers"] = kv(m.Headers)
+		w.Headers = kv(m.Headers)
 	}
-	return o
+	return w
 }
 
-func (m *Matcher) wire() map[string]string {
+// toWire keeps one field, the first set of Exact, StartsWith and Regex.
+func (m *StringMatcher) toWire() *wire.StringMatcher {
 	switch {
+	case m == nil:
+		return nil
 	case m.Exact != "":
-		return map[string]string{"exact": m.Exact}
+		return &wire.StringMatcher{Exact: m.Exact}
 	case m.StartsWith != "":
-		return map[string]string{"startsWith": m.StartsWith}
+		return &wire.StringMatcher{StartsWith: m.StartsWith}
 	default:
-		return map[string]string{"regex": m.Regex}
+		return &wire.StringMatcher{Regex: m.Regex}
 	}
 }

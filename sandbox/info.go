@@ -182,32 +182,23 @@ type StopResult struct {
 	Snapshot *Snapshot
 	// AlreadyStopped is true when the session had stopped before this call:
 	// the API answered 410 Gone, or the handle (or, for StopSandbox, the
-	// API) already reported the session stopped. Client.StopSession cannot
+	// API) already reported the session stopped. Client.Stop cannot
 	// tell when the API answers a repeated stop with 200.
 	AlreadyStopped bool
-}
-
-func msTime(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
 }
 
 func msTimeP(ms *int64) time.Time {
 	if ms == nil {
 		return time.Time{}
 	}
-	return msTime(*ms)
+	return wire.Time(*ms)
 }
-
-func msDur(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 func msDurP(ms *int64) time.Duration {
 	if ms == nil {
 		return 0
 	}
-	return msDur(*ms)
+	return wire.Duration(*ms)
 }
 
 func intP(p *int) int {
@@ -224,14 +215,12 @@ func i64P(p *int64) int64 {
 	return *p
 }
 
-func durMs(d time.Duration) int64 { return d.Milliseconds() }
-
 func ptr[T any](v T) *T { return &v }
 
 func infoFromWire(w *wire.Sandbox) Info {
 	in := Info{
 		Name: w.Name, Persistent: w.Persistent, CurrentSessionID: w.CurrentSessionID,
-		Status: Status(w.Status), CreatedAt: msTime(w.CreatedAt), UpdatedAt: msTime(w.UpdatedAt),
+		Status: Status(w.Status), CreatedAt: wire.Time(w.CreatedAt), UpdatedAt: wire.Time(w.UpdatedAt),
 		StatusUpdatedAt: msTimeP(w.StatusUpdatedAt), Region: w.Region, FailoverRegions: w.FailoverRegions,
 		VCPUs: intP(w.VCPUs), MemoryMB: intP(w.Memory), Runtime: w.Runtime, Image: w.Image,
 		Timeout: msDurP(w.Timeout), NetworkPolicy: policyFromWire(w.NetworkPolicy),
@@ -241,12 +230,12 @@ func infoFromWire(w *wire.Sandbox) Info {
 		Tags: w.Tags, NetworkID: w.NetworkID,
 	}
 	if w.SnapshotExpiration != nil {
-		in.SnapshotExpiration = ptr(msDur(*w.SnapshotExpiration))
+		in.SnapshotExpiration = ptr(wire.Duration(*w.SnapshotExpiration))
 	}
 	if k := w.KeepLastSnapshots; k != nil {
 		in.KeepLastSnapshots = &KeepLastSnapshots{Count: k.Count, DeleteEvicted: k.DeleteEvicted}
 		if k.Expiration != nil {
-			in.KeepLastSnapshots.Expiration = ptr(msDur(*k.Expiration))
+			in.KeepLastSnapshots.Expiration = ptr(wire.Duration(*k.Expiration))
 		}
 	}
 	if len(w.Mounts) > 0 {
@@ -267,9 +256,9 @@ func infoFromWire(w *wire.Sandbox) Info {
 
 func sessionFromWire(w *wire.Session) Session {
 	s := Session{
-		ID: w.ID, MemoryMB: w.Memory, VCPUs: w.VCPUs, Region: w.Region, Timeout: msDur(w.Timeout),
-		Status: Status(w.Status), RequestedAt: msTime(w.RequestedAt), CreatedAt: msTime(w.CreatedAt),
-		UpdatedAt: msTime(w.UpdatedAt), Cwd: w.Cwd, Runtime: w.Runtime, StartedAt: msTimeP(w.StartedAt),
+		ID: w.ID, MemoryMB: w.Memory, VCPUs: w.VCPUs, Region: w.Region, Timeout: wire.Duration(w.Timeout),
+		Status: Status(w.Status), RequestedAt: wire.Time(w.RequestedAt), CreatedAt: wire.Time(w.CreatedAt),
+		UpdatedAt: wire.Time(w.UpdatedAt), Cwd: w.Cwd, Runtime: w.Runtime, StartedAt: msTimeP(w.StartedAt),
 		RequestedStopAt: msTimeP(w.RequestedStopAt), StoppedAt: msTimeP(w.StoppedAt),
 		AbortedAt: msTimeP(w.AbortedAt), SnapshottedAt: msTimeP(w.SnapshottedAt),
 		Duration: msDurP(w.Duration), SourceSnapshotID: w.SourceSnapshotID,
@@ -293,7 +282,7 @@ func routesFromWire(ws []wire.Route) []Route {
 func snapshotFromWire(w *wire.Snapshot) Snapshot {
 	return Snapshot{
 		ID: w.ID, SourceSessionID: w.SourceSessionID, Region: w.Region, Status: SnapshotStatus(w.Status),
-		SizeBytes: w.SizeBytes, CreatedAt: msTime(w.CreatedAt), UpdatedAt: msTime(w.UpdatedAt),
+		SizeBytes: w.SizeBytes, CreatedAt: wire.Time(w.CreatedAt), UpdatedAt: wire.Time(w.UpdatedAt),
 		Regions: w.Regions, ExpiresAt: msTimeP(w.ExpiresAt), LastUsedAt: msTimeP(w.LastUsedAt),
 		CreationMethod: w.CreationMethod, ParentID: w.ParentID,
 	}

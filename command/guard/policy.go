@@ -1,4 +1,4 @@
-package policy
+package guard
 
 import (
 	"errors"
@@ -135,7 +135,7 @@ func globMatch(pat, s string) bool {
 	return i == len(pat)
 }
 
-// Policy is what a Runner may run and how. The zero value denies every
+// Policy is what a Gate may run and how. The zero value denies every
 // command; add Allow rules and Packages to open it.
 type Policy struct {
 	// Allow lists the commands that may run.
@@ -143,7 +143,7 @@ type Policy struct {
 	// Packages lists what package executors may fetch.
 	Packages []Package
 	// Workspace is the absolute directory commands are confined to; empty
-	// means the sandbox's working directory for a Runner, and
+	// means the sandbox's working directory for a Gate, and
 	// DefaultWorkspace for Check.
 	Workspace string
 	// AllowPaths lists further absolute directories that arguments may
@@ -252,7 +252,7 @@ func (p *Policy) secrets() []string {
 
 // Check reports whether cmd may run under p, without running it: nil, a
 // *DeniedError naming the rule that refuses it, or an input error when cmd
-// or p is malformed. Check is what Runner.Run does before anything is sent.
+// or p is malformed. Check is what Gate.Run does before anything is sent.
 func (p *Policy) Check(cmd *command.Cmd) error {
 	c, err := p.compile("")
 	if err != nil {

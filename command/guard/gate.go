@@ -1,4 +1,4 @@
-package policy
+package guard
 
 import (
 	"bytes"
@@ -15,30 +15,30 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/capture"
 )
 
-// Executor runs attached commands. *sandbox.Sandbox implements it.
-type Executor interface {
+// Target runs attached commands. *sandbox.Sandbox implements it.
+type Target interface {
 	Run(ctx context.Context, cmd *command.Cmd) (*command.Result, error)
 }
 
-// Option configures a Runner.
-type Option func(*Runner)
+// Option configures a Gate.
+type Option func(*Gate)
 
 // WithOutput copies the redacted output of every command to w as it
 // arrives, stdout and stderr merged line by line (a line longer than 4 KiB
 // is passed on in pieces). Writes are serialised across commands.
 func WithOutput(w io.Writer) Option {
-	return func(r *Runner) {
+	return func(r *Gate) {
 		if w != nil {
 			r.live = &lockedWriter{w: w}
 		}
 	}
 }
 
-// Runner runs commands in a sandbox under a Policy: it refuses what the
+// Gate runs commands in a sandbox under a Policy: it refuses what the
 // policy denies before anything is sent, redacts output as it streams, and
 // records a bounded Transcript. It is safe for concurrent use.
-type Runner struct {
-	ex   Executor
+type Gate struct {
+	ex   Target
 	c    *compiled
 	red  *Redactor
 	live io.Writer
@@ -51,13 +51,13 @@ type Runner struct {
 // maxArgLen bounds each argument recorded in a transcript.
 const maxArgLen = 1 << 10
 
-// NewRunner returns a Runner that runs commands through ex (usually a
+// NewGate returns a Gate that runs commands through ex (usually a
 // *sandbox.Sandbox) under p. When p.Workspace is empty the workspace is
 // ex's working directory (ex.Cwd(), as *sandbox.Sandbox reports it), else
 // DefaultWorkspace. A malformed policy is an input error.
-func NewRunner(ex Executor, p Policy, opts ...Option) (*Runner, error) {
+func NewGate(ex Target, p Policy, opts ...Option) (*Gate, error) {
 	if ex == nil {
-		return nil, apierr.Invalid("Executor", "nil executor")
+		return nil, apierr.Invalid("Target", "nil target")
 	}
 	var cwd string
 	if w, ok := ex.(interface{ Cwd() string }); ok {
@@ -67,7 +67,7 @@ func NewRunner(ex Executor, p Policy, opts ...Option) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{ex: ex, c: c, red: NewRedactor(p.secrets()...)}
+	r := &Gate{ex: ex, c: c, red: NewRedactor(p.secrets()...)}
 	r.budget = p.MaxTranscript
 	if r.budget == 0 {
 		r.budget = DefaultMaxTranscript
@@ -81,21 +81,21 @@ func NewRunner(ex Executor, p Policy, opts ...Option) (*Runner, error) {
 }
 
 // Workspace returns the directory commands are confined to.
-func (r *Runner) Workspace() string { return r.c.workspace }
+func (r *Gate) Workspace() string { return r.c.workspace }
 
 // Redactor returns the redactor the runner applies, to redact other logs
 // with the same secrets.
-func (r *Runner) Redactor() *Redactor { return r.red }
+func (r *Gate) Redactor() *Redactor { return r.red }
 
 // Check reports whether cmd may run, as Run would decide, without running
 // or recording it.
-func (r *Runner) Check(cmd *command.Cmd) error {
+func (r *Gate) Check(cmd *command.Cmd) error {
 	_, err := r.c.check(cmd, r.red)
 	return err
 }
 
 // Transcript returns a copy of the transcript so far.
-func (r *Runner) Transcript() Transcript {
+func (r *Gate) Transcript() Transcript {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.t.clone()
@@ -113,8 +113,8 @@ func (r *Runner) Transcript() Transcript {
 // inactivity timeout a *command.InactivityError; both carry only redacted
 // output. Other errors have their message redacted and unwrap to the
 // original. Every call is recorded in the transcript.
-func (r *Runner) Run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
-	entry := Entry{StartedAt: time.Now()}
+func (r *Gate) Run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
+	entry := Record{StartedAt: time.Now()}
 	if cmd != nil {
 		entry.Argv = r.argv(cmd)
 	}
@@ -202,7 +202,7 @@ func (r *Runner) Run(ctx context.Context, cmd *command.Cmd) (*command.Result, er
 	return result, err
 }
 
-func (r *Runner) argv(cmd *command.Cmd) []string {
+func (r *Gate) argv(cmd *command.Cmd) []string {
 	argv := make([]string, 0, 1+len(cmd.Args))
 	for _, a := range append([]string{cmd.Name}, cmd.Args...) {
 		a = r.red.Redact(a)
@@ -214,7 +214,7 @@ func (r *Runner) argv(cmd *command.Cmd) []string {
 	return argv
 }
 
-func (r *Runner) env(own map[string]string) map[string]string {
+func (r *Gate) env(own map[string]string) map[string]string {
 	env := make(map[string]string, len(r.c.p.Env)+len(r.c.p.SecretEnv)+len(own))
 	maps.Copy(env, r.c.p.Env)
 	maps.Copy(env, own)
@@ -222,14 +222,14 @@ func (r *Runner) env(own map[string]string) map[string]string {
 	return env
 }
 
-func (r *Runner) add(e Entry) int {
+func (r *Gate) add(e Record) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.t.Entries = append(r.t.Entries, e)
 	return len(r.t.Entries) - 1
 }
 
-func (r *Runner) set(i int, e Entry, kept int64) {
+func (r *Gate) set(i int, e Record, kept int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.t.Entries[i] = e
@@ -240,7 +240,7 @@ func (r *Runner) set(i int, e Entry, kept int64) {
 }
 
 // reserve takes up to n bytes from the transcript budget.
-func (r *Runner) reserve(n int64) int64 {
+func (r *Gate) reserve(n int64) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n = min(n, r.budget)
@@ -257,7 +257,7 @@ const maxLinePending = 4 << 10
 // stream holding back a possible secret does not let the other one cut
 // into its line.
 type runOutput struct {
-	r       *Runner
+	r       *Gate
 	limit   int64
 	live    io.Writer
 	mu      sync.Mutex

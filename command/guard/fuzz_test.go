@@ -1,4 +1,4 @@
-package policy_test
+package guard_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/sbx-go/vercel-sandbox/command"
-	"github.com/sbx-go/vercel-sandbox/sandbox/policy"
+	"github.com/sbx-go/vercel-sandbox/command/guard"
 )
 
 const fuzzWS = "/vercel/sandbox/repo"
@@ -41,10 +41,10 @@ func FuzzConfine(f *testing.F) {
 	} {
 		f.Add(s[0], s[1])
 	}
-	p := policy.Policy{Workspace: fuzzWS, Allow: []policy.Rule{policy.Allow("go", "vet", "...")}, AllowPaths: []string{"/tmp"}}
+	p := guard.Policy{Workspace: fuzzWS, Allow: []guard.Rule{guard.Allow("go", "vet", "...")}, AllowPaths: []string{"/tmp"}}
 	f.Fuzz(func(t *testing.T, dir, arg string) {
 		// Confine: one path.
-		if got, err := policy.Confine(fuzzWS, dir, arg); err == nil {
+		if got, err := guard.Confine(fuzzWS, dir, arg); err == nil {
 			d := fuzzWS
 			if dir != "" {
 				d = resolveOracle(fuzzWS, dir)
@@ -100,7 +100,7 @@ func FuzzRedactWriter(f *testing.F) {
 		if len(secret) < 3 || strings.ContainsAny(secret, " \n\x00") {
 			return
 		}
-		r := policy.NewRedactor(secret)
+		r := guard.NewRedactor(secret)
 		// The secret, spaced apart, inside the text.
 		full := text + " " + secret + "\n" + text + " " + secret
 		var out bytes.Buffer
@@ -118,7 +118,7 @@ func FuzzRedactWriter(f *testing.F) {
 		}
 		// Markers become NUL so that a secret spelled partly by a marker
 		// ("ACT") is not mistaken for a leak.
-		if strings.Contains(strings.ReplaceAll(out.String(), policy.Redacted, "\x00"), secret) {
+		if strings.Contains(strings.ReplaceAll(out.String(), guard.Redacted, "\x00"), secret) {
 			t.Fatalf("secret %q survived in %q", secret, out.String())
 		}
 	})

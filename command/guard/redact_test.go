@@ -1,4 +1,4 @@
-package policy_test
+package guard_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/sandbox/policy"
+	"github.com/sbx-go/vercel-sandbox/command/guard"
 )
 
 // Token-shaped strings, built at run time so that no scanner mistakes this
@@ -30,7 +30,7 @@ var (
 
 func TestRedactPatterns(t *testing.T) {
 	t.Parallel()
-	r := policy.NewRedactor("hunter2-secret", "")
+	r := guard.NewRedactor("hunter2-secret", "")
 	cases := []struct{ in, want string }{
 		{"password is hunter2-secret!", "password is [REDACTED]!"},
 		{"VERCEL_OIDC_TOKEN=" + jwt + "\n", "VERCEL_OIDC_TOKEN=[REDACTED]\n"},
@@ -62,13 +62,13 @@ func TestRedactPatterns(t *testing.T) {
 
 func TestRedactOverlappingLiterals(t *testing.T) {
 	t.Parallel()
-	r := policy.NewRedactor("abcabc", "cab", "abcd")
+	r := guard.NewRedactor("abcabc", "cab", "abcd")
 	assert.Equal(t, "x[REDACTED]y", r.Redact("xabcabcy"))
 	assert.Equal(t, "[REDACTED]", r.Redact("abcabcd"))
 	assert.Equal(t, "x[REDACTED]x", r.Redact("xcabx"))
 }
 
-func writeChunks(t *testing.T, w *policy.Writer, s string, cuts []int) {
+func writeChunks(t *testing.T, w *guard.Writer, s string, cuts []int) {
 	t.Helper()
 	prev := 0
 	for _, c := range append(cuts, len(s)) {
@@ -84,7 +84,7 @@ func writeChunks(t *testing.T, w *policy.Writer, s string, cuts []int) {
 func TestWriterSplitAnywhere(t *testing.T) {
 	t.Parallel()
 	secret := "multi\nline-secret-value"
-	r := policy.NewRedactor(secret, "s3cr3t")
+	r := guard.NewRedactor(secret, "s3cr3t")
 	text := "start s3cr3t; " + secret + " then Bearer " + bearerVal + "\nJWT " + jwt + " and " + ghToken + "\n" + awsKey + " end s3cr3"
 	want := r.Redact(text)
 	require.NotContains(t, want, "s3cr3t")
@@ -106,7 +106,7 @@ func TestWriterSplitAnywhere(t *testing.T) {
 func TestWriterByteByByte(t *testing.T) {
 	t.Parallel()
 	secrets := []string{"alpha-secret-1", "beta-secret-22", "gamma-333"}
-	r := policy.NewRedactor(secrets...)
+	r := guard.NewRedactor(secrets...)
 	var sb strings.Builder
 	for i := range 200 {
 		sb.WriteString("line ")
@@ -131,7 +131,7 @@ func TestWriterByteByByte(t *testing.T) {
 // when the text ends outside a word, and passes the rest on at once.
 func TestWriterHoldsBackLittle(t *testing.T) {
 	t.Parallel()
-	r := policy.NewRedactor("0123456789abcdef") // 16 bytes
+	r := guard.NewRedactor("0123456789abcdef") // 16 bytes
 	var out bytes.Buffer
 	w := r.Writer(&out)
 	_, err := w.Write([]byte(strings.Repeat("hello, world! ", 100)))
@@ -150,7 +150,7 @@ func TestWriterHoldsBackLittle(t *testing.T) {
 
 	// Without known secrets nothing is held after a separator.
 	var out2 bytes.Buffer
-	w2 := policy.NewRedactor().Writer(&out2)
+	w2 := guard.NewRedactor().Writer(&out2)
 	_, _ = w2.Write([]byte("ok github.com/x 0.1s\n"))
 	assert.Equal(t, 0, w2.Held())
 	assert.Equal(t, "ok github.com/x 0.1s\n", out2.String())
@@ -163,7 +163,7 @@ func TestWriterHoldsBackLittle(t *testing.T) {
 // A token split just after "Bearer " is still recognised.
 func TestWriterBearerSplit(t *testing.T) {
 	t.Parallel()
-	r := policy.NewRedactor()
+	r := guard.NewRedactor()
 	var out bytes.Buffer
 	w := r.Writer(&out)
 	_, _ = w.Write([]byte("curl -H 'Authorization: Bearer "))
@@ -177,15 +177,15 @@ func TestWriterBearerSplit(t *testing.T) {
 // the writer cannot hold it whole.
 func TestWriterHugeToken(t *testing.T) {
 	t.Parallel()
-	r := policy.NewRedactor()
-	huge := "ghp_" + strings.Repeat("a1B2", policy.MaxTokenLen)
+	r := guard.NewRedactor()
+	huge := "ghp_" + strings.Repeat("a1B2", guard.MaxTokenLen)
 	var out bytes.Buffer
 	w := r.Writer(&out)
 	_, _ = w.Write([]byte("before "))
 	for i := 0; i < len(huge); i += 1000 {
 		_, err := w.Write([]byte(huge[i:min(i+1000, len(huge))]))
 		require.NoError(t, err)
-		require.LessOrEqual(t, w.Held(), policy.MaxTokenLen+1000)
+		require.LessOrEqual(t, w.Held(), guard.MaxTokenLen+1000)
 	}
 	_, _ = w.Write([]byte(" after\n"))
 	require.NoError(t, w.Close())
@@ -206,7 +206,7 @@ func (f *failWriter) Write(p []byte) (int, error) {
 func TestWriterErrors(t *testing.T) {
 	t.Parallel()
 	fw := &failWriter{}
-	w := policy.NewRedactor().Writer(fw)
+	w := guard.NewRedactor().Writer(fw)
 	_, err := w.Write([]byte("hello world\n"))
 	assert.EqualError(t, err, "disk full")
 	_, err = w.Write([]byte("again\n"))
@@ -215,7 +215,7 @@ func TestWriterErrors(t *testing.T) {
 	assert.EqualError(t, w.Close(), "disk full")
 
 	var out bytes.Buffer
-	w = policy.NewRedactor().Writer(&out)
+	w = guard.NewRedactor().Writer(&out)
 	require.NoError(t, w.Close())
 	require.NoError(t, w.Close())
 	_, err = w.Write([]byte("late"))
@@ -223,7 +223,7 @@ func TestWriterErrors(t *testing.T) {
 }
 
 func BenchmarkRedactWriter(b *testing.B) {
-	r := policy.NewRedactor("hunter2-secret", "another-secret-value")
+	r := guard.NewRedactor("hunter2-secret", "another-secret-value")
 	line := []byte("=== RUN   TestSomething/with_a_subtest\n--- PASS: TestSomething (0.00s) ok github.com/x/y 0.123s\n")
 	chunk := bytes.Repeat(line, 4096/len(line))
 	b.SetBytes(int64(len(chunk)))

@@ -1,0 +1,306 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/capture"
+	"github.com/sbx-go/vercel-sandbox/internal/cmdstream"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
+	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
+)
+
+// An attached run is one POST …/cmd whose answer streams the command: a
+// line naming the started command, its output, then a line with its exit
+// code. Everything that can end it early is decided here, after the
+// stream stops: silence past InactivityTimeout (the timer closes the body,
+// the command is killed), the caller's context (killed with KillOnCancel),
+// and a stream cut before the final line (an ErrStreamEnded, never an
+// invented exit code). Output captured so far travels with the error.
+
+// Run runs cmd attached on c; see sandbox.Sandbox.Run.
+func Run(ctx context.Context, c *conn.Conn, cmd *Cmd) (*Result, error) {
+	if err := cmd.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkConn(c); err != nil {
+		return nil, err
+	}
+	var resp *http.Response
+	var sid string
+	err := c.WithSession(ctx, func(id string) error {
+		sid = id
+		var err error
+		resp, err = c.Core.Do(ctx, &httpcore.Call{Method: "POST", Path: conn.SessionPath(id) + "/cmd",
+			JSON: request(cmd, true), Safety: httpcore.Unsafe, Op: "run command",
+			SandboxName: c.SandboxName, SessionID: id, Stream: true})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return consumeAttached(ctx, c, resp, cmd, sid)
+}
+
+// Output runs cmd attached on c and returns its captured stdout; see
+// sandbox.Sandbox.Output.
+func Output(ctx context.Context, c *conn.Conn, cmd *Cmd) ([]byte, error) {
+	res, err := Run(ctx, c, cmd)
+	if res == nil {
+		return nil, err
+	}
+	return res.Stdout, err
+}
+
+// CombinedOutput runs cmd attached on c and returns stdout and stderr
+// interleaved; see sandbox.Sandbox.CombinedOutput.
+func CombinedOutput(ctx context.Context, c *conn.Conn, cmd *Cmd) ([]byte, error) {
+	if err := cmd.Validate(); err != nil {
+		return nil, err
+	}
+	both := capture.New(captureLimit(cmd))
+	tee := *cmd
+	tee.Stdout = teeWriter(cmd.Stdout, both)
+	tee.Stderr = teeWriter(cmd.Stderr, both)
+	_, err := Run(ctx, c, &tee)
+	return both.Bytes(), err
+}
+
+// Start starts cmd detached on c; see sandbox.Sandbox.Start.
+func Start(ctx context.Context, c *conn.Conn, cmd *Cmd) (*Handle, error) {
+	if err := cmd.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkConn(c); err != nil {
+		return nil, err
+	}
+	var out wire.CommandResponse
+	var sid string
+	err := c.WithSession(ctx, func(id string) error {
+		sid = id
+		return c.Core.JSON(ctx, &httpcore.Call{Method: "POST", Path: conn.SessionPath(id) + "/cmd",
+			JSON: request(cmd, false), Safety: httpcore.Unsafe, Op: "start command",
+			SandboxName: c.SandboxName, SessionID: id}, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out.Command.ID == "" {
+		return nil, &apierr.DecodeError{Method: "POST", Path: conn.SessionPath(sid) + "/cmd", StatusCode: 200, Err: errors.New("no command id in the answer")}
+	}
+	ref := Ref{SandboxName: c.SandboxName, SessionID: sid, CommandID: out.Command.ID}
+	return &Handle{c: c, ref: ref, info: infoFromWire(&out.Command)}, nil
+}
+
+func checkConn(c *conn.Conn) error {
+	if c == nil || c.Core == nil || c.WithSession == nil {
+		return apierr.Invalid("sandbox", "no sandbox to run the command in")
+	}
+	return nil
+}
+
+func captureLimit(cmd *Cmd) int {
+	if cmd.CaptureLimit == 0 {
+		return DefaultCaptureLimit
+	}
+	return cmd.CaptureLimit
+}
+
+func request(cmd *Cmd, attached bool) *wire.CommandRequest {
+	args := cmd.Args
+	if args == nil {
+		args = []string{}
+	}
+	env := cmd.Env
+	if env == nil {
+		env = map[string]string{}
+	}
+	req := &wire.CommandRequest{Command: cmd.Name, Args: args, Cwd: cmd.Dir, Env: env, Sudo: cmd.Sudo}
+	if attached {
+		req.Wait, req.Logs = true, true
+	}
+	if cmd.Timeout > 0 {
+		ms := wire.Millis(cmd.Timeout)
+		req.Timeout = &ms
+	}
+	return req
+}
+
+func infoFromWire(w *wire.Command) Info {
+	info := Info{ID: w.ID, Name: w.Name, Args: w.Args, Cwd: w.Cwd, SessionID: w.SessionID,
+		ExitCode: w.ExitCode, StartedAt: wire.Time(w.StartedAt)}
+	if w.DurationMs != nil {
+		info.Duration = wire.Duration(*w.DurationMs)
+	}
+	return info
+}
+
+type attachedRun struct {
+	c        *conn.Conn
+	cmd      *Cmd
+	sid      string
+	cid      string
+	stdout   *capture.Buffer
+	stderr   *capture.Buffer
+	began    time.Time
+	silent   atomic.Bool
+	lastSeen atomic.Int64
+}
+
+func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd *Cmd, sid string) (*Result, error) {
+	body := resp.Body
+	var closeOnce sync.Once
+	closeBody := func() { closeOnce.Do(func() { body.Close() }) }
+	defer closeBody()
+	if err := cmdstream.CheckContentType(resp.Header, "command data", sid, ""); err != nil {
+		return nil, err
+	}
+	limit := captureLimit(cmd)
+	r := &attachedRun{c: c, cmd: cmd, sid: sid, stdout: capture.New(limit), stderr: capture.New(limit), began: time.Now()}
+
+	var timer *time.Timer
+	if cmd.InactivityTimeout > 0 {
+		r.lastSeen.Store(time.Now().UnixNano())
+		check := func() {
+			idle := time.Since(time.Unix(0, r.lastSeen.Load()))
+			if idle >= cmd.InactivityTimeout {
+				r.silent.Store(true)
+				closeBody()
+				return
+			}
+			timer.Reset(cmd.InactivityTimeout - idle)
+		}
+		timer = time.AfterFunc(time.Hour, check)
+		timer.Reset(cmd.InactivityTimeout)
+		defer timer.Stop()
+	}
+
+	dec := cmdstream.NewDecoder(body, sid, "")
+	var final *wire.Command
+	started := false
+	var loopErr error
+	for final == nil {
+		f, err := dec.Next()
+		if err != nil {
+			loopErr = err
+			break
+		}
+		switch f.Kind {
+		case cmdstream.KindCommand:
+			if !started {
+				started = true
+				r.cid = f.Command.ID
+				dec.SetCommandID(r.cid)
+				continue
+			}
+			if f.Command.ExitCode == nil {
+				loopErr = &apierr.StreamError{Code: "malformed_frame", Message: "finish line without an exit code", SessionID: sid, CommandID: r.cid}
+				break
+			}
+			final = f.Command
+		case cmdstream.KindStdout, cmdstream.KindStderr:
+			if !started {
+				loopErr = &apierr.StreamError{Code: "malformed_frame", Message: "log line before the command line", SessionID: sid}
+				break
+			}
+			r.lastSeen.Store(time.Now().UnixNano())
+			if err := r.write(f.Kind, f.Data); err != nil {
+				loopErr = err
+			}
+		}
+		if loopErr != nil {
+			break
+		}
+	}
+	if final != nil {
+		res := r.result(final)
+		if res.ExitCode != 0 {
+			return res, &ExitError{Result: res}
+		}
+		return res, nil
+	}
+	// The stream ended without its final frame.
+	switch {
+	case r.silent.Load():
+		ie := &InactivityError{CommandID: r.cid, SessionID: sid, Silence: cmd.InactivityTimeout, Result: r.partial()}
+		if r.cid != "" {
+			kerr := r.kill(ctx)
+			ie.Killed, ie.KillErr = kerr == nil, kerr
+		}
+		return nil, ie
+	case ctx.Err() != nil:
+		if cmd.KillOnCancel && r.cid != "" {
+			if kerr := r.kill(ctx); kerr != nil {
+				return nil, fmt.Errorf("%w (killing command %s failed: %w)", ctx.Err(), r.cid, kerr)
+			}
+		}
+		return nil, ctx.Err()
+	case errors.Is(loopErr, io.EOF):
+		what := "before the command finished"
+		if !started {
+			what = "before the command started"
+		}
+		return nil, cmdstream.EndedEarly(sid, r.cid, what)
+	}
+	return nil, loopErr
+}
+
+func (r *attachedRun) write(k cmdstream.Kind, data []byte) error {
+	w, cp, name := r.cmd.Stdout, r.stdout, "stdout"
+	if k == cmdstream.KindStderr {
+		w, cp, name = r.cmd.Stderr, r.stderr, "stderr"
+	}
+	_, _ = cp.Write(data)
+	if w != nil {
+		if _, err := w.Write(data); err != nil {
+			return fmt.Errorf("vercel sandbox: writing %s of command %s: %w", name, r.cid, err)
+		}
+	}
+	return nil
+}
+
+func (r *attachedRun) partial() *Result {
+	return &Result{CommandID: r.cid, SessionID: r.sid, ExitCode: -1, StartedAt: r.began,
+		Duration: time.Since(r.began), Stdout: r.stdout.Bytes(), Stderr: r.stderr.Bytes(),
+		StdoutBytes: r.stdout.Total(), StderrBytes: r.stderr.Total(),
+		StdoutTruncated: r.stdout.Truncated(), StderrTruncated: r.stderr.Truncated()}
+}
+
+func (r *attachedRun) result(w *wire.Command) *Result {
+	res := r.partial()
+	res.ExitCode = *w.ExitCode
+	if w.StartedAt != 0 {
+		res.StartedAt = wire.Time(w.StartedAt)
+	}
+	if w.DurationMs != nil {
+		res.Duration = wire.Duration(*w.DurationMs)
+	}
+	return res
+}
+
+// kill sends SIGKILL on a context that outlives the caller's cancellation
+// by at most 10 seconds.
+func (r *attachedRun) kill(ctx context.Context) error {
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, err := sendKill(kctx, r.c.Core, Ref{SandboxName: r.c.SandboxName, SessionID: r.sid, CommandID: r.cid}, SIGKILL)
+	if errors.Is(err, ErrGone) {
+		return nil // the session is gone, and the command with it
+	}
+	return err
+}
+
+func teeWriter(w io.Writer, c io.Writer) io.Writer {
+	if w == nil {
+		return c
+	}
+	return io.MultiWriter(w, c)
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -159,7 +160,7 @@ func TestRunTenMiBLine(t *testing.T) {
 	want := sha256.Sum256(line)
 
 	e := newEnv(t)
-	e.handle("big", sandboxtest.HandlerFunc(func(_ context.Context, cmd *sandboxtest.Cmd, _ <-chan int) int {
+	e.handle("big", sandboxtest.HandlerFunc(func(_ context.Context, cmd *local.Cmd, _ <-chan int) int {
 		_, _ = cmd.Stdout.Write(line)
 		return 0
 	}))

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -199,7 +200,7 @@ func TestAutoResumeOff(t *testing.T) {
 
 func TestResumeWhileStopping(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, sandboxtest.WithStopDelay(1500*time.Millisecond))
+	e := newEnv(t, local.WithStopDelay(1500*time.Millisecond))
 	sb := e.create("slow")
 	old := sb.SessionID()
 

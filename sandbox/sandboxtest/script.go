@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 )
 
 // execSIGKILL is the POSIX number of SIGKILL, which no process can ignore.
@@ -42,15 +44,15 @@ var errScriptProcessEnded = errors.New("sandboxtest: write after the process end
 // several commands.
 type Handler interface {
 	// Run plays one command and returns its exit code.
-	Run(ctx context.Context, cmd *Cmd, signals <-chan int) (exitCode int)
+	Run(ctx context.Context, cmd *local.Cmd, signals <-chan int) (exitCode int)
 }
 
 // HandlerFunc adapts a function to the Handler interface. It is the escape
 // hatch for behaviour that Reply and Steps cannot express.
-type HandlerFunc func(ctx context.Context, cmd *Cmd, signals <-chan int) (exitCode int)
+type HandlerFunc func(ctx context.Context, cmd *local.Cmd, signals <-chan int) (exitCode int)
 
 // Run calls f(ctx, cmd, signals).
-func (f HandlerFunc) Run(ctx context.Context, cmd *Cmd, signals <-chan int) int {
+func (f HandlerFunc) Run(ctx context.Context, cmd *local.Cmd, signals <-chan int) int {
 	return f(ctx, cmd, signals)
 }
 
@@ -63,7 +65,7 @@ type Reply struct {
 }
 
 // Run implements Handler.
-func (r Reply) Run(_ context.Context, cmd *Cmd, _ <-chan int) int {
+func (r Reply) Run(_ context.Context, cmd *local.Cmd, _ <-chan int) int {
 	if r.Stdout != "" {
 		_, _ = io.WriteString(cmd.Stdout, r.Stdout)
 	}
@@ -173,7 +175,7 @@ func (s Steps) terminates(sig int) bool {
 }
 
 // Run implements Handler.
-func (s Steps) Run(ctx context.Context, cmd *Cmd, signals <-chan int) int {
+func (s Steps) Run(ctx context.Context, cmd *local.Cmd, signals <-chan int) int {
 	for _, st := range s.steps {
 		if code, ended := s.pending(ctx, signals); ended {
 			return code
@@ -246,7 +248,7 @@ func scriptStepsWait[T any](ctx context.Context, s Steps, signals <-chan int, ch
 // arguments separated by spaces and followed by a newline (no newline when
 // the first argument is -n) and exits with 0.
 func EchoHandler() Handler {
-	return HandlerFunc(func(_ context.Context, cmd *Cmd, _ <-chan int) int {
+	return HandlerFunc(func(_ context.Context, cmd *local.Cmd, _ <-chan int) int {
 		args := cmd.Args
 		nl := "\n"
 		if len(args) > 0 && args[0] == "-n" {
@@ -263,7 +265,7 @@ func EchoHandler() Handler {
 // it writes the command's environment (Cmd.Env) as sorted KEY=value lines
 // and exits with 0.
 func EnvHandler() Handler {
-	return HandlerFunc(func(_ context.Context, cmd *Cmd, _ <-chan int) int {
+	return HandlerFunc(func(_ context.Context, cmd *local.Cmd, _ <-chan int) int {
 		var b strings.Builder
 		for _, k := range slices.Sorted(maps.Keys(cmd.Env)) {
 			fmt.Fprintf(&b, "%s=%s\n", k, cmd.Env[k])
@@ -285,34 +287,34 @@ func Sequence(handlers ...Handler) Handler {
 	}
 	hs := slices.Clone(handlers)
 	var n atomic.Int64
-	return HandlerFunc(func(ctx context.Context, cmd *Cmd, signals <-chan int) int {
+	return HandlerFunc(func(ctx context.Context, cmd *local.Cmd, signals <-chan int) int {
 		i := min(n.Add(1)-1, int64(len(hs)-1))
 		return hs[i].Run(ctx, cmd, signals)
 	})
 }
 
 // Matcher selects the commands a Script handler applies to. Any function
-// func(*Cmd) bool converts to a Matcher; it must not modify the command.
-type Matcher func(cmd *Cmd) bool
+// func(*local.Cmd) bool converts to a Matcher; it must not modify the command.
+type Matcher func(cmd *local.Cmd) bool
 
 // MatchName matches commands whose Name equals name exactly (no PATH lookup:
 // "echo" does not match "/bin/echo").
 func MatchName(name string) Matcher {
-	return func(cmd *Cmd) bool { return cmd.Name == name }
+	return func(cmd *local.Cmd) bool { return cmd.Name == name }
 }
 
 // MatchArgs matches commands whose Name equals name and whose Args equal args
 // exactly.
 func MatchArgs(name string, args ...string) Matcher {
 	args = slices.Clone(args)
-	return func(cmd *Cmd) bool { return cmd.Name == name && slices.Equal(cmd.Args, args) }
+	return func(cmd *local.Cmd) bool { return cmd.Name == name && slices.Equal(cmd.Args, args) }
 }
 
 // MatchRegexp matches commands whose command line matches re. The command
 // line is Name and Args joined by single spaces, without quoting; see
 // Call.CommandLine.
 func MatchRegexp(re *regexp.Regexp) Matcher {
-	return func(cmd *Cmd) bool { return re.MatchString(joinCommandLine(cmd.Name, cmd.Args)) }
+	return func(cmd *local.Cmd) bool { return re.MatchString(joinCommandLine(cmd.Name, cmd.Args)) }
 }
 
 func joinCommandLine(name string, args []string) string {
@@ -459,7 +461,7 @@ func (c Call) clone() Call {
 
 // lookup finds the handler for cmd and records the call. Matchers run
 // without the lock held, so they may use the Script.
-func (s *Script) lookup(cmd *Cmd) (h Handler, matched bool, registered int) {
+func (s *Script) lookup(cmd *local.Cmd) (h Handler, matched bool, registered int) {
 	s.mu.Lock()
 	candidates := make([]scriptRule, 0, len(s.overrides)+len(s.rules))
 	for i := len(s.overrides) - 1; i >= 0; i-- {
@@ -497,7 +499,7 @@ func (s *Script) lookup(cmd *Cmd) (h Handler, matched bool, registered int) {
 
 // Start implements Executor: it finds the handler for cmd and runs it on a
 // new goroutine. It fails only when ctx is already done.
-func (s *Script) Start(ctx context.Context, cmd *Cmd) (Process, error) {
+func (s *Script) Start(ctx context.Context, cmd *local.Cmd) (local.Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sandboxtest: session ended before the command started: %w", err)
 	}
@@ -515,7 +517,7 @@ func (s *Script) Start(ctx context.Context, cmd *Cmd) (Process, error) {
 }
 
 func unmatchedHandler(registered int) Handler {
-	return HandlerFunc(func(_ context.Context, cmd *Cmd, _ <-chan int) int {
+	return HandlerFunc(func(_ context.Context, cmd *local.Cmd, _ <-chan int) int {
 		fmt.Fprintf(cmd.Stderr, "%s: command not found (sandboxtest.Script: no handler matched %q, %d registered)\n",
 			cmd.Name, joinCommandLine(cmd.Name, cmd.Args), registered)
 		return 127
@@ -569,7 +571,7 @@ type scriptProcess struct {
 	code     int
 }
 
-func startScripted(ctx context.Context, cmd *Cmd, h Handler, grace time.Duration) *scriptProcess {
+func startScripted(ctx context.Context, cmd *local.Cmd, h Handler, grace time.Duration) *scriptProcess {
 	hctx, cancel := context.WithCancel(ctx)
 	p := &scriptProcess{
 		session: ctx,

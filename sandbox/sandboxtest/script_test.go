@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -57,7 +58,7 @@ type execResult struct {
 }
 
 // execStart starts name args with e and waits for it in the background.
-func execStart(t *testing.T, ctx context.Context, e sandboxtest.Executor, cmd *sandboxtest.Cmd) (sandboxtest.Process, *execWriter, *execWriter, <-chan execResult) {
+func execStart(t *testing.T, ctx context.Context, e local.Executor, cmd *local.Cmd) (local.Process, *execWriter, *execWriter, <-chan execResult) {
 	t.Helper()
 	stdout, stderr := newExecWriter(), newExecWriter()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -72,7 +73,7 @@ func execStart(t *testing.T, ctx context.Context, e sandboxtest.Executor, cmd *s
 }
 
 // execRun runs cmd to completion.
-func execRun(t *testing.T, e sandboxtest.Executor, cmd *sandboxtest.Cmd) (stdout, stderr string, code int) {
+func execRun(t *testing.T, e local.Executor, cmd *local.Cmd) (stdout, stderr string, code int) {
 	t.Helper()
 	_, out, errw, res := execStart(t, context.Background(), e, cmd)
 	r := <-res
@@ -80,8 +81,8 @@ func execRun(t *testing.T, e sandboxtest.Executor, cmd *sandboxtest.Cmd) (stdout
 	return out.String(), errw.String(), r.code
 }
 
-func cmdOf(name string, args ...string) *sandboxtest.Cmd {
-	return &sandboxtest.Cmd{Name: name, Args: args, Cwd: "/vercel/sandbox", Env: map[string]string{}}
+func cmdOf(name string, args ...string) *local.Cmd {
+	return &local.Cmd{Name: name, Args: args, Cwd: "/vercel/sandbox", Env: map[string]string{}}
 }
 
 // verifyNoLeaks checks, once t and all its parallel subtests are done, that
@@ -101,7 +102,7 @@ func TestScript(t *testing.T) {
 			Handle(sandboxtest.MatchArgs("git", "status"), sandboxtest.Reply{Stdout: "by args\n"}).
 			Handle(sandboxtest.MatchArgs("npm", "install"), sandboxtest.Reply{Stdout: "install\n"}).
 			Handle(sandboxtest.MatchRegexp(regexp.MustCompile(`^npm run \w+$`)), sandboxtest.Reply{Stdout: "run\n"}).
-			Handle(func(c *sandboxtest.Cmd) bool { return c.Sudo }, sandboxtest.Reply{Stdout: "root\n"})
+			Handle(func(c *local.Cmd) bool { return c.Sudo }, sandboxtest.Reply{Stdout: "root\n"})
 
 		out, _, code := execRun(t, s, cmdOf("git", "status"))
 		assert.Equal(t, "by name\n", out)
@@ -175,7 +176,7 @@ func TestScript(t *testing.T) {
 		t.Parallel()
 		s := sandboxtest.NewScript()
 		s.Handle(sandboxtest.MatchName("echo"), sandboxtest.EchoHandler())
-		c := &sandboxtest.Cmd{
+		c := &local.Cmd{
 			SandboxName: "sbx", SessionID: "sess_1", CommandID: "cmd_1",
 			Name: "echo", Args: []string{"hi"}, Env: map[string]string{"A": "1"},
 			Cwd: "/tmp", Sudo: true,
@@ -313,7 +314,7 @@ func TestScript(t *testing.T) {
 		t.Parallel()
 		got := make(chan int, 4)
 		s := sandboxtest.NewScript()
-		s.Handle(sandboxtest.MatchName("trap"), sandboxtest.HandlerFunc(func(ctx context.Context, cmd *sandboxtest.Cmd, signals <-chan int) int {
+		s.Handle(sandboxtest.MatchName("trap"), sandboxtest.HandlerFunc(func(ctx context.Context, cmd *local.Cmd, signals <-chan int) int {
 			fmt.Fprintln(cmd.Stdout, "ready")
 			for {
 				select {
@@ -351,7 +352,7 @@ func TestScript(t *testing.T) {
 		unblock := make(chan struct{})
 		writeErr := make(chan error, 1)
 		s := sandboxtest.NewScript(sandboxtest.ScriptKillGrace(10 * time.Millisecond))
-		s.Handle(sandboxtest.MatchName("stuck"), sandboxtest.HandlerFunc(func(_ context.Context, cmd *sandboxtest.Cmd, _ <-chan int) int {
+		s.Handle(sandboxtest.MatchName("stuck"), sandboxtest.HandlerFunc(func(_ context.Context, cmd *local.Cmd, _ <-chan int) int {
 			fmt.Fprint(cmd.Stdout, "a")
 			<-unblock // ignores ctx
 			_, err := fmt.Fprint(cmd.Stdout, "late")

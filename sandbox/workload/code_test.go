@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/workload"
 )
@@ -49,7 +51,7 @@ func TestCodeInputValidate(t *testing.T) {
 }
 
 func localExecutor(t *testing.T, limit int) (*sandboxtest.Server, *workload.CodeExecutor) {
-	srv := sandboxtest.NewServer(t, sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()), sandboxtest.WithHostPaths(true))
+	srv := sandboxtest.NewServer(t, local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
 	return srv, &workload.CodeExecutor{
 		Runner:          &workload.Runner{Client: newClient(t, srv), Retry: fastRetry},
 		DefaultLanguage: "sh",

@@ -14,7 +14,7 @@ import (
 
 // The benchmarks of this file measure the fake itself, through the
 // client: how long a test waits for a sandbox and for a command, with the
-// scripted executor and with the LocalExecutor (real processes).
+// scripted executor and with the host executor (real processes).
 
 // benchFakes are the two executors compared.
 var benchFakes = []struct {

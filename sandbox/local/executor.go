@@ -35,7 +35,7 @@ type Cmd struct {
 	HostCwd string
 	// NetworkPolicy is the mode of the network policy a client set on the
 	// sandbox or its session ("allow-all", "deny-all" or "custom"), or ""
-	// when none was set. The fake does not filter traffic itself; an
+	// when none was set. The server does not filter traffic itself; an
 	// executor may honour it (the isolated executor does).
 	NetworkPolicy string
 	Stdout        io.Writer // each Write becomes one stdout frame
@@ -49,7 +49,7 @@ type Process interface {
 	Signal(sig int) error
 	// Wait blocks until the process ends and returns its exit code. A process
 	// killed by a signal reports 128+signal, as a shell would. Wait is called
-	// exactly once, and only after Wait returns does the fake consider the
+	// exactly once, and only after Wait returns does the server consider the
 	// command's output complete.
 	Wait() (exitCode int, err error)
 }

@@ -14,7 +14,7 @@ const (
 	streamStderr = "stderr"
 )
 
-// defaultOutputLimit is how many bytes of output the fake keeps per command
+// defaultOutputLimit is how many bytes of output the server keeps per command
 // for replay by the logs endpoint.
 const defaultOutputLimit = 64 << 20
 

@@ -26,7 +26,7 @@ type Request struct {
 	Body     []byte      // JSON body (redacted), when the request had one
 	BodySize int64       // bytes of body read by the server (all bodies)
 	Status   int         // status answered; 0 while the request is in flight
-	Fault    string      // injected fault that shaped the answer, in ParseFault's text form
+	Fault    string      // injected fault that shaped the answer, in the text form of fault.Parse
 }
 
 type reqEntry struct {

@@ -16,7 +16,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
-// Error codes the fake answers with.
+// Error codes the server answers with.
 const (
 	codeBadRequest     = "bad_request"
 	codeNotFound       = "not_found"
@@ -61,7 +61,7 @@ func notFound(format string, args ...any) *apiError {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		// Only reachable through a programming error in the fake; nothing
+		// Only reachable through a programming error in the server; nothing
 		// was changed by the encoder, so a 500 is honest here.
 		status = http.StatusInternalServerError
 		body = []byte(`{"error":{"code":"internal_error","message":"cannot encode response"}}`)

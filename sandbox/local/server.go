@@ -125,7 +125,7 @@ func WithOutputLimit(n int64) Option { return func(c *config) { c.outputLimit = 
 // WithSeed makes generated ids and names reproducible.
 func WithSeed(seed uint64) Option { return func(c *config) { c.seed = &seed } }
 
-// Server is a fake of the Vercel Sandbox REST API. Create it with
+// Server is a server of the Vercel Sandbox REST API. Create it with
 // NewServer in tests or New elsewhere.
 type Server struct {
 	cfg       config
@@ -286,7 +286,7 @@ func (s *Server) Token() string {
 	return DefaultToken
 }
 
-// Handler is the fake as an http.Handler. It serves every path with and
+// Handler is the server as an http.Handler. It serves every path with and
 // without the /api prefix.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 

@@ -460,7 +460,7 @@ func (s *Server) handleNetworkPolicy(w http.ResponseWriter, r *http.Request) *ap
 }
 
 // handleInteractive serves POST /v2/sandboxes/sessions/{sid}/interactive,
-// which the fake does not emulate.
+// which the server does not emulate.
 func (s *Server) handleInteractive(_ http.ResponseWriter, r *http.Request) *apiError {
 	sid := r.PathValue("sid")
 	if _, aerr := s.lookupSession(sid, true); aerr != nil {

@@ -25,7 +25,7 @@ const (
 	snapFailed  = "failed"
 )
 
-// Values the fake reports for things it does not model.
+// Values the server reports for things it does not model.
 const (
 	defaultRegion    = "iad1"
 	defaultRuntime   = "node24"

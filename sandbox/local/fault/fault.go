@@ -1,3 +1,10 @@
+// Package fault injects failures into the answers of a local Vercel
+// Sandbox API (package sandbox/local): error statuses, 429s with
+// Retry-After, latency, connection resets, NDJSON streams cut after N
+// frames, stalled bodies and sessions that expire mid-work. It holds the
+// Fault model with its text and JSON forms, the Injector that applies
+// faults as a local.Middleware, and the control endpoint that lets tests
+// in other languages manage faults over HTTP.
 package fault
 
 import (

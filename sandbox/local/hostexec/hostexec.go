@@ -1,3 +1,7 @@
+// Package hostexec runs the commands of a local Vercel Sandbox API
+// (package sandbox/local) as processes on the host, without isolation:
+// real shells, exit codes, signals and streaming, in the sandbox's
+// directory and with an environment built from scratch.
 package hostexec
 
 import (
@@ -14,8 +18,8 @@ import (
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 )
 
-// defaultLocalPath is the PATH used when the host has none.
-const defaultLocalPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+// defaultPath is the PATH used when the host has none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // Executor is an Executor that runs each command as a real process on
 // the host, with os/exec. It makes tests realistic (a real shell, real
@@ -102,7 +106,7 @@ func New(opts ...Option) *Executor {
 		waitDelay: procio.DefaultWaitDelay,
 	}
 	if e.path == "" {
-		e.path = defaultLocalPath
+		e.path = defaultPath
 	}
 	for _, o := range opts {
 		o(e)

@@ -118,7 +118,7 @@ func (w *countWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestLocalExecutor(t *testing.T) {
+func TestExecutor(t *testing.T) {
 	verifyNoLeaks(t)
 	e := hostexec.New()
 
@@ -381,9 +381,9 @@ func localGroupMembers(t *testing.T, dir string) []int {
 	return pids
 }
 
-// TestLocalExecutorEnv is not parallel: it changes the test process's
+// TestExecutorEnv is not parallel: it changes the test process's
 // environment.
-func TestLocalExecutorEnv(t *testing.T) {
+func TestExecutorEnv(t *testing.T) {
 	verifyNoLeaks(t)
 	t.Setenv("SBX_TEST_HOST_SECRET", "do-not-leak")
 	t.Setenv("SBX_TEST_PASSED", "passed")

@@ -1,3 +1,9 @@
+// Package isolated runs the commands of a local Vercel Sandbox API
+// (package sandbox/local) in Linux namespaces of their own, with a private
+// root filesystem and per-command limits, on top of internal/isolate.
+// Best picks it where this system allows it and falls back to package
+// hostexec elsewhere, saying why. Only programs that import this package
+// link the namespace runtime and its re-exec hook.
 package isolated
 
 import (
@@ -58,7 +64,7 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 //   - its own process tree: the command runs under a small init process, so
 //     killing the command, its timeout or the end of the session kills every
 //     process it started, and no process is left behind. As with
-//     LocalExecutor, what is left when the command's main process exits
+//     host executor, what is left when the command's main process exits
 //     (background jobs) is killed too;
 //   - the network: loopback only, unless the client set the sandbox's network
 //     policy to allow-all (Cmd.NetworkPolicy), which gives the host's
@@ -67,9 +73,9 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 //     for every command;
 //   - a user: uid 1000 (vercel-sandbox, home /home/vercel-sandbox) or, with
 //     sudo, uid 0 (root, home /root), each with no capability over the
-//     mounts. Both are the host user running the fake, so that the
+//     mounts. Both are the host user running the server, so that the
 //     sandbox's tree stays writable by the commands and by the file API
-//     alike, and files they create belong to that user. When the fake runs
+//     alike, and files they create belong to that user. When the server runs
 //     as root, sandbox processes therefore run as the host's root: they
 //     reach only the mounts above, cannot change them, and find /proc/sys
 //     read-only and no /sys, but this is a test tool, not a security
@@ -243,7 +249,7 @@ func newIsolated(opts []Option) *Executor {
 }
 
 // Best returns an Executor configured by opts when this
-// system allows it, and mode "isolated"; otherwise a LocalExecutor and
+// system allows it, and mode "isolated"; otherwise a hostexec.Executor and
 // mode "host (<reason isolation is unavailable>)".
 func Best(opts ...Option) (exec local.Executor, mode string) {
 	iso, err := New(opts...)
@@ -281,7 +287,7 @@ func (o Outcome) String() string {
 // OutcomeOf tells from a finished command's exit code and standard error
 // whether an Executor limit ended it. It works on what any client
 // sees through the API: the executor marks the last line of standard error.
-// A command timeout is not an outcome here: the fake kills the command
+// A command timeout is not an outcome here: the server kills the command
 // (exit code 137) and records it (CommandInfo.TimedOut), and the client
 // knows it set one.
 func OutcomeOf(exitCode int, stderr string) Outcome {

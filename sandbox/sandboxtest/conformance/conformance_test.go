@@ -228,7 +228,7 @@ func TestConformanceIsDeterministic(t *testing.T) {
 }
 
 // TestConformanceIsolated runs the suite on the fake with the
-// IsolatedExecutor, where commands see the sandbox's own tree at
+// isolated executor, where commands see the sandbox's own tree at
 // /vercel/sandbox as on the real service. It is skipped where the kernel
 // does not allow unprivileged namespaces.
 func TestConformanceIsolated(t *testing.T) {

@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox"
@@ -26,4 +27,9 @@ func ExampleRun() {
 			conformance.Skip(conformance.ScenarioResume))
 	}
 	_ = testConformance
+}
+
+func ExampleScenarios() {
+	fmt.Println(conformance.Scenarios())
+	// Output: [lifecycle attached detached files resume errors]
 }

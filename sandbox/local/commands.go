@@ -312,11 +312,7 @@ func (s *Server) handleGetCommand(w http.ResponseWriter, r *http.Request) *apiEr
 			return nil
 		}
 	}
-	s.mu.Lock()
-	reply := wire.CommandResponse{Command: commandWire(c)}
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, reply)
-	return nil
+	return s.writeLocked(w, func() any { return wire.CommandResponse{Command: commandWire(c)} })
 }
 
 // handleKill serves POST …/cmd/{cid}/kill.
@@ -351,11 +347,7 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) *apiError {
 			s.log.Warn("local: signal failed", "command", cid, "signal", sig, "err", err)
 		}
 	}
-	s.mu.Lock()
-	reply := wire.CommandResponse{Command: commandWire(c)}
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, reply)
-	return nil
+	return s.writeLocked(w, func() any { return wire.CommandResponse{Command: commandWire(c)} })
 }
 
 // handleLogs serves GET …/cmd/{cid}/logs: every output frame from the

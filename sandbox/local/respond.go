@@ -194,3 +194,27 @@ func sortedPage[T any](items []creationItem[T], lq listQuery) ([]T, wire.Paginat
 	}
 	return out, pag, nil
 }
+
+// writeLocked answers 200 with the value build returns, built with s.mu
+// held so that it reads a consistent state.
+func (s *Server) writeLocked(w http.ResponseWriter, build func() any) *apiError {
+	s.mu.Lock()
+	v := build()
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// pageLocked lists, as the page lq asks for, the records keep accepts,
+// ordered by creation. It takes s.mu.
+func pageLocked[R, T any](s *Server, recs func() []R, keep func(R) bool, item func(R) creationItem[T], lq listQuery) ([]T, wire.Pagination, *apiError) {
+	var items []creationItem[T]
+	s.mu.Lock()
+	for _, rec := range recs() {
+		if keep(rec) {
+			items = append(items, item(rec))
+		}
+	}
+	s.mu.Unlock()
+	return sortedPage(items, lq)
+}

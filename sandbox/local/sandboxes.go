@@ -41,14 +41,19 @@ func (s *Server) lookupSandbox(name string) (*sandboxRec, *apiError) {
 	return sb, nil
 }
 
+// requestedSandbox returns the live sandbox that the path of r names,
+// after checking the projectId query parameter.
+func (s *Server) requestedSandbox(r *http.Request) (*sandboxRec, *apiError) {
+	if aerr := s.checkProjectQuery(r.URL.Query().Get("projectId")); aerr != nil {
+		return nil, aerr
+	}
+	return s.lookupSandbox(r.PathValue("name"))
+}
+
 // handleGetSandbox serves GET /v2/sandboxes/{name}[?resume=true].
 func (s *Server) handleGetSandbox(w http.ResponseWriter, r *http.Request) *apiError {
-	name := r.PathValue("name")
 	q := r.URL.Query()
-	if aerr := s.checkProjectQuery(q.Get("projectId")); aerr != nil {
-		return aerr
-	}
-	sb, aerr := s.lookupSandbox(name)
+	sb, aerr := s.requestedSandbox(r)
 	if aerr != nil {
 		return aerr
 	}
@@ -180,12 +185,8 @@ func (s *Server) handleListSandboxes(w http.ResponseWriter, r *http.Request) *ap
 
 // handleDeleteSandbox serves DELETE /v2/sandboxes/{name}.
 func (s *Server) handleDeleteSandbox(w http.ResponseWriter, r *http.Request) *apiError {
-	name := r.PathValue("name")
 	q := r.URL.Query()
-	if aerr := s.checkProjectQuery(q.Get("projectId")); aerr != nil {
-		return aerr
-	}
-	sb, aerr := s.lookupSandbox(name)
+	sb, aerr := s.requestedSandbox(r)
 	if aerr != nil {
 		return aerr
 	}
@@ -194,7 +195,7 @@ func (s *Server) handleDeleteSandbox(w http.ResponseWriter, r *http.Request) *ap
 	s.mu.Lock()
 	if sb.deleted {
 		s.mu.Unlock()
-		return notFound("Sandbox %s was not found.", name)
+		return notFound("Sandbox %s was not found.", sb.name)
 	}
 	cur := sb.current
 	s.mu.Unlock()

@@ -337,11 +337,9 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) *apiEr
 	if aerr != nil {
 		return aerr
 	}
-	s.mu.Lock()
-	reply := sessionReply{Session: sessionWire(sess), Routes: routesFor(sess.sb.name, sess.sb.ports)}
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, reply)
-	return nil
+	return s.writeLocked(w, func() any {
+		return sessionReply{Session: sessionWire(sess), Routes: routesFor(sess.sb.name, sess.sb.ports)}
+	})
 }
 
 // handleListSessions serves GET /v2/sandboxes/sessions.
@@ -350,16 +348,13 @@ func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) *api
 	if aerr != nil {
 		return aerr
 	}
-	var items []creationItem[wire.Session]
-	s.mu.Lock()
-	for _, sess := range s.sessList {
-		if sess.sb.deleted || (lq.name != "" && sess.sb.name != lq.name) {
-			continue
-		}
-		items = append(items, creationItem[wire.Session]{sess.seq, sess.createdAt, sessionWire(sess)})
-	}
-	s.mu.Unlock()
-	out, pag, aerr := sortedPage(items, lq)
+	out, pag, aerr := pageLocked(s, func() []*sessionRec { return s.sessList },
+		func(sess *sessionRec) bool {
+			return !sess.sb.deleted && (lq.name == "" || sess.sb.name == lq.name)
+		},
+		func(sess *sessionRec) creationItem[wire.Session] {
+			return creationItem[wire.Session]{sess.seq, sess.createdAt, sessionWire(sess)}
+		}, lq)
 	if aerr != nil {
 		return aerr
 	}

@@ -166,11 +166,7 @@ func (s *Server) handleGetSnapshot(w http.ResponseWriter, r *http.Request) *apiE
 	if aerr != nil {
 		return aerr
 	}
-	s.mu.Lock()
-	reply := wire.SnapshotResponse{Snapshot: snapshotWire(snap)}
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, reply)
-	return nil
+	return s.writeLocked(w, func() any { return wire.SnapshotResponse{Snapshot: snapshotWire(snap)} })
 }
 
 // handleDeleteSnapshot serves DELETE /v2/sandboxes/snapshots/{id}.
@@ -199,16 +195,13 @@ func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) *ap
 	if aerr != nil {
 		return aerr
 	}
-	var items []creationItem[wire.Snapshot]
-	s.mu.Lock()
-	for _, snap := range s.snapList {
-		if snap.status == snapDeleted || (lq.name != "" && snap.sandboxName != lq.name) {
-			continue
-		}
-		items = append(items, creationItem[wire.Snapshot]{snap.seq, snap.createdAt, snapshotWire(snap)})
-	}
-	s.mu.Unlock()
-	out, pag, aerr := sortedPage(items, lq)
+	out, pag, aerr := pageLocked(s, func() []*snapshotRec { return s.snapList },
+		func(snap *snapshotRec) bool {
+			return snap.status != snapDeleted && (lq.name == "" || snap.sandboxName == lq.name)
+		},
+		func(snap *snapshotRec) creationItem[wire.Snapshot] {
+			return creationItem[wire.Snapshot]{snap.seq, snap.createdAt, snapshotWire(snap)}
+		}, lq)
 	if aerr != nil {
 		return aerr
 	}

@@ -50,3 +50,18 @@ func (s *Server) Script() *Script {
 	sc, _ := s.Executor().(*Script)
 	return sc
 }
+
+// RequestsTo returns the requests received so far, in arrival order, whose
+// method and path match: method "" or "*" matches any, and pattern is a
+// path pattern as in fault.Fault.Path ("/v2/sandboxes/sessions/*/cmd",
+// "/v2/sandboxes/**"), matched with and without the /api prefix.
+func (s *Server) RequestsTo(method, pattern string) []local.Request {
+	match := fault.Fault{Method: method, Path: pattern}
+	var out []local.Request
+	for _, r := range s.Requests() {
+		if match.Matches(r.Method, r.Path) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

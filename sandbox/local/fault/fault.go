@@ -272,13 +272,14 @@ func (f *Fault) status() int {
 	return 0
 }
 
-// matches reports whether f applies to a request for method and p (the
-// path without /api).
-func (f *Fault) matches(method, p string) bool {
+// Matches reports whether f applies to a request for method and path, by
+// Method and Path alone (not Times or Probability). The path may have the
+// /api prefix.
+func (f Fault) Matches(method, path string) bool {
 	if f.Method != "" && f.Method != "*" && !strings.EqualFold(f.Method, method) {
 		return false
 	}
-	return matchPath(f.Path, p)
+	return matchPath(f.Path, stripAPI(path))
 }
 
 // matchPath matches p against a Fault.Path pattern.

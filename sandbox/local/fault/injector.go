@@ -117,7 +117,7 @@ func (in *Injector) match(r *http.Request) *Handle {
 	defer in.mu.Unlock()
 	for _, h := range in.list {
 		f := &h.f
-		if !f.matches(r.Method, r.URL.Path) || (f.Times > 0 && h.hits >= f.Times) {
+		if !f.Matches(r.Method, r.URL.Path) || (f.Times > 0 && h.hits >= f.Times) {
 			continue
 		}
 		if f.Probability > 0 && f.Probability < 1 && in.rng.Float64() >= f.Probability {

@@ -70,10 +70,8 @@ func TestConformanceSkipAndPrefix(t *testing.T) {
 		conformance.Skip(all[1:]...),
 		conformance.CreateParams(func(p *sandbox.CreateParams) { p.VCPUs = 4 }))
 	var created []string
-	for _, r := range srv.Requests() {
-		if r.Method == "POST" && strings.HasSuffix(r.Path, "/sandboxes") {
-			created = append(created, string(r.Body))
-		}
+	for _, r := range srv.RequestsTo("POST", "/v*/sandboxes") {
+		created = append(created, string(r.Body))
 	}
 	require.Len(t, created, 1, "only the lifecycle scenario ran")
 	assert.Contains(t, created[0], `"name":"custom-prefix-lifecycle"`)

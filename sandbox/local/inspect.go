@@ -1,29 +1,157 @@
 package local
 
 import (
-	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
-// The inspection methods return the server's state with the fields of
-// the API's JSON (timestamps and durations in milliseconds, optional
-// fields as pointers), as types of their own.
-type (
-	// SandboxState is a sandbox as the API reports it.
-	SandboxState wire.Sandbox
-	// SessionState is a session as the API reports it.
-	SessionState wire.Session
-	// SnapshotState is a snapshot as the API reports it.
-	SnapshotState wire.Snapshot
-	// CommandState is a command as the API reports it.
-	CommandState wire.Command
-)
+// The inspection methods (Sandboxes, Sessions, Snapshots, Commands) report
+// the server's state in these types: times as time.Time (zero when not
+// set), durations as time.Duration. They share no memory with the server.
+
+// SandboxState is a sandbox as the server holds it.
+type SandboxState struct {
+	Name              string
+	Status            string // of the current session: running, stopping, stopped, ...
+	CurrentSessionID  string
+	CurrentSnapshotID string
+	Persistent        bool
+	Region            string
+	VCPUs             int
+	Runtime           string
+	Image             string
+	Timeout           time.Duration     // of each new session
+	NetworkPolicy     string            // mode: allow-all, deny-all or custom
+	Tags              map[string]string // nil when none
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+// SessionState is a session (one boot of a sandbox) as the server holds it.
+type SessionState struct {
+	ID               string
+	SandboxName      string
+	Status           string // pending, running, stopping, snapshotting, stopped, ...
+	Region           string
+	Runtime          string
+	VCPUs            int
+	MemoryMB         int
+	Cwd              string
+	Timeout          time.Duration
+	NetworkPolicy    string // mode, when one was set
+	SourceSnapshotID string
+	CreatedAt        time.Time
+	StartedAt        time.Time
+	StoppedAt        time.Time
+}
+
+// SnapshotState is a snapshot as the server holds it.
+type SnapshotState struct {
+	ID              string
+	SourceSessionID string
+	ParentID        string
+	Status          string // created, deleted, ...
+	Region          string
+	SizeBytes       int64
+	CreatedAt       time.Time
+	ExpiresAt       time.Time
+}
+
+// CommandState is a command as the server holds it.
+type CommandState struct {
+	ID        string
+	SessionID string
+	Name      string
+	Args      []string
+	Cwd       string
+	ExitCode  *int // nil while it runs
+	StartedAt time.Time
+	Duration  time.Duration // once it has ended
+}
+
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+func msTimePtr(ms *int64) time.Time {
+	if ms == nil {
+		return time.Time{}
+	}
+	return msTime(*ms)
+}
+
+func msDuration(ms *int64) time.Duration {
+	if ms == nil {
+		return 0
+	}
+	return time.Duration(*ms) * time.Millisecond
+}
+
+func policyMode(p *wire.NetworkPolicyResp) string {
+	if p == nil {
+		return ""
+	}
+	return p.Mode
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func sandboxState(w wire.Sandbox) SandboxState {
+	return SandboxState{
+		Name: w.Name, Status: w.Status, CurrentSessionID: w.CurrentSessionID,
+		CurrentSnapshotID: w.CurrentSnapshotID, Persistent: w.Persistent, Region: w.Region,
+		VCPUs: deref(w.VCPUs), Runtime: w.Runtime, Image: w.Image, Timeout: msDuration(w.Timeout),
+		NetworkPolicy: policyMode(w.NetworkPolicy), Tags: maps.Clone(w.Tags),
+		CreatedAt: msTime(w.CreatedAt), UpdatedAt: msTime(w.UpdatedAt),
+	}
+}
+
+func sessionState(w wire.Session, sandboxName string) SessionState {
+	return SessionState{
+		ID: w.ID, SandboxName: sandboxName, Status: w.Status, Region: w.Region,
+		Runtime: w.Runtime, VCPUs: w.VCPUs, MemoryMB: w.Memory, Cwd: w.Cwd,
+		Timeout: msDuration(&w.Timeout), NetworkPolicy: policyMode(w.NetworkPolicy),
+		SourceSnapshotID: w.SourceSnapshotID, CreatedAt: msTime(w.CreatedAt),
+		StartedAt: msTimePtr(w.StartedAt), StoppedAt: msTimePtr(w.StoppedAt),
+	}
+}
+
+func snapshotState(w wire.Snapshot) SnapshotState {
+	return SnapshotState{
+		ID: w.ID, SourceSessionID: w.SourceSessionID, ParentID: w.ParentID, Status: w.Status,
+		Region: w.Region, SizeBytes: w.SizeBytes, CreatedAt: msTime(w.CreatedAt),
+		ExpiresAt: msTimePtr(w.ExpiresAt),
+	}
+}
+
+func commandState(w wire.Command) CommandState {
+	st := CommandState{
+		ID: w.ID, SessionID: w.SessionID, Name: w.Name, Args: slices.Clone(w.Args), Cwd: w.Cwd,
+		StartedAt: msTime(w.StartedAt), Duration: msDuration(w.DurationMs),
+	}
+	if w.ExitCode != nil {
+		code := *w.ExitCode
+		st.ExitCode = &code
+	}
+	return st
+}
 
 // CommandInfo is what the server knows about one command, for tests.
 type CommandInfo struct {
-	Command       CommandState      // as the API reports it
+	Command       CommandState      // the command itself
 	SandboxName   string            // sandbox it ran in
 	Env           map[string]string // environment given to the executor
 	Sudo          bool              // whether it was asked to run as root
@@ -47,7 +175,7 @@ func (s *Server) Sandboxes() []SandboxState {
 			continue
 		}
 		seen[sb] = true
-		out = append(out, SandboxState(deepCopy(s.sandboxWire(sb))))
+		out = append(out, sandboxState(s.sandboxWire(sb)))
 	}
 	return out
 }
@@ -61,7 +189,7 @@ func (s *Server) Sandbox(name string) (SandboxState, bool) {
 	if sb == nil {
 		return SandboxState{}, false
 	}
-	return SandboxState(deepCopy(s.sandboxWire(sb))), true
+	return sandboxState(s.sandboxWire(sb)), true
 }
 
 // Sessions returns every session ever started, oldest first, including
@@ -72,7 +200,7 @@ func (s *Server) Sessions() []SessionState {
 	defer s.mu.Unlock()
 	out := make([]SessionState, len(s.sessList))
 	for i, sess := range s.sessList {
-		out[i] = SessionState(deepCopy(sessionWire(sess)))
+		out[i] = sessionState(sessionWire(sess), sess.sb.name)
 	}
 	return out
 }
@@ -86,7 +214,7 @@ func (s *Server) Session(id string) (SessionState, bool) {
 	if sess == nil {
 		return SessionState{}, false
 	}
-	return SessionState(deepCopy(sessionWire(sess))), true
+	return sessionState(sessionWire(sess), sess.sb.name), true
 }
 
 // Snapshots returns every snapshot ever taken, oldest first, deleted ones
@@ -97,7 +225,7 @@ func (s *Server) Snapshots() []SnapshotState {
 	defer s.mu.Unlock()
 	out := make([]SnapshotState, len(s.snapList))
 	for i, snap := range s.snapList {
-		out[i] = SnapshotState(deepCopy(snapshotWire(snap)))
+		out[i] = snapshotState(snapshotWire(snap))
 	}
 	return out
 }
@@ -110,9 +238,7 @@ func (s *Server) Commands() []CommandInfo {
 	defer s.mu.Unlock()
 	out := make([]CommandInfo, len(s.commands))
 	for i, c := range s.commands {
-		info := commandInfo(c)
-		info.Command = deepCopy(info.Command)
-		out[i] = info
+		out[i] = commandInfo(c)
 	}
 	return out
 }
@@ -145,18 +271,4 @@ func (s *Server) Output(commandID string) (stdout, stderr string, err error) {
 // secrets redacted. It is safe to call while requests are in flight.
 func (s *Server) Requests() []Request {
 	return s.reqs.snapshot()
-}
-
-// deepCopy returns a copy of a wire value that shares no memory with the
-// server's state, so callers may modify what the inspection methods return.
-func deepCopy[T any](v T) T {
-	data, err := json.Marshal(v)
-	if err != nil {
-		panic("local: cannot copy state: " + err.Error())
-	}
-	var out T
-	if err := json.Unmarshal(data, &out); err != nil {
-		panic("local: cannot copy state: " + err.Error())
-	}
-	return out
 }

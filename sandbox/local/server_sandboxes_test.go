@@ -347,7 +347,7 @@ func TestNetworkPolicy(t *testing.T) {
 	h.ok("POST", sessPath(r.Session.ID, "/network-policy"), map[string]any{"mode": "deny-all"}, &s2)
 	assert.Equal(t, &wire.NetworkPolicyResp{Mode: "deny-all"}, s2.Session.NetworkPolicy)
 	sb, _ := h.srv.Sandbox(r.Sandbox.Name)
-	assert.Equal(t, "deny-all", sb.NetworkPolicy.Mode)
+	assert.Equal(t, "deny-all", sb.NetworkPolicy)
 	h.fail(400, "bad_request", "POST", sessPath(r.Session.ID, "/network-policy"), map[string]any{"mode": "nope"})
 
 	for _, req := range h.srv.Requests() {

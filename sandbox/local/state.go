@@ -308,7 +308,7 @@ func mergeEnv(base, over map[string]string) map[string]string {
 func commandInfo(c *commandRec) CommandInfo {
 	total, frames, bytes := c.out.stats()
 	return CommandInfo{
-		Command:       CommandState(commandWire(c)),
+		Command:       commandState(commandWire(c)),
 		SandboxName:   c.sess.sb.name,
 		Env:           maps.Clone(c.env),
 		Sudo:          c.sudo,

@@ -10,11 +10,11 @@ import (
 
 // Server is a local Vercel Sandbox API serving one test, with fault
 // injection. The methods of local.Server (Client, URL, inspection, ...)
-// and of fault.Injector (Inject, Faults, ClearFaults) are promoted.
+// are promoted.
 type Server struct {
 	*local.Server
-	*fault.Injector
-	t testing.TB
+	faults *fault.Injector
+	t      testing.TB
 }
 
 // NewServer starts a local API on 127.0.0.1 for the test t and closes it
@@ -33,14 +33,25 @@ func NewServer(t testing.TB, opts ...local.Option) *Server {
 	}
 	t.Cleanup(srv.Close)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err == nil {
-		err = srv.Start(ln)
-	}
 	if err != nil {
 		t.Fatalf("sandboxtest.NewServer: %v", err)
 	}
-	return &Server{Server: srv, Injector: inj, t: t}
+	if err := srv.Start(ln); err != nil {
+		ln.Close()
+		t.Fatalf("sandboxtest.NewServer: %v", err)
+	}
+	return &Server{Server: srv, faults: inj, t: t}
 }
+
+// Inject adds a fault that shapes the answers to the requests it matches,
+// from now on. It panics when f is invalid (see fault.Fault.Validate).
+func (s *Server) Inject(f fault.Fault) *fault.Handle { return s.faults.Inject(f) }
+
+// Faults returns the faults injected now, in injection order.
+func (s *Server) Faults() []*fault.Handle { return s.faults.Faults() }
+
+// ClearFaults removes every injected fault.
+func (s *Server) ClearFaults() { s.faults.ClearFaults() }
 
 // Script returns the scripted executor that plays the server's commands,
 // so that a test can register handlers:

@@ -205,13 +205,18 @@ func (s *Server) writeLocked(w http.ResponseWriter, build func() any) *apiError 
 	return nil
 }
 
-// pageLocked lists, as the page lq asks for, the records keep accepts,
-// ordered by creation. It takes s.mu.
-func pageLocked[R, T any](s *Server, recs func() []R, keep func(R) bool, item func(R) creationItem[T], lq listQuery) ([]T, wire.Pagination, *apiError) {
+// listPage answers the paging query of a list request: the records keep
+// accepts, ordered by creation, as the page the query asks for. It takes
+// s.mu.
+func listPage[R, T any](s *Server, r *http.Request, recs func() []R, keep func(R, listQuery) bool, item func(R) creationItem[T]) ([]T, wire.Pagination, *apiError) {
+	lq, aerr := s.parseListQuery(r.URL.Query())
+	if aerr != nil {
+		return nil, wire.Pagination{}, aerr
+	}
 	var items []creationItem[T]
 	s.mu.Lock()
 	for _, rec := range recs() {
-		if keep(rec) {
+		if keep(rec, lq) {
 			items = append(items, item(rec))
 		}
 	}

@@ -344,17 +344,13 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) *apiEr
 
 // handleListSessions serves GET /v2/sandboxes/sessions.
 func (s *Server) handleListSessions(w http.ResponseWriter, r *http.Request) *apiError {
-	lq, aerr := s.parseListQuery(r.URL.Query())
-	if aerr != nil {
-		return aerr
-	}
-	out, pag, aerr := pageLocked(s, func() []*sessionRec { return s.sessList },
-		func(sess *sessionRec) bool {
+	out, pag, aerr := listPage(s, r, func() []*sessionRec { return s.sessList },
+		func(sess *sessionRec, lq listQuery) bool {
 			return !sess.sb.deleted && (lq.name == "" || sess.sb.name == lq.name)
 		},
 		func(sess *sessionRec) creationItem[wire.Session] {
 			return creationItem[wire.Session]{sess.seq, sess.createdAt, sessionWire(sess)}
-		}, lq)
+		})
 	if aerr != nil {
 		return aerr
 	}

@@ -191,17 +191,13 @@ func (s *Server) handleDeleteSnapshot(w http.ResponseWriter, r *http.Request) *a
 
 // handleListSnapshots serves GET /v2/sandboxes/snapshots.
 func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) *apiError {
-	lq, aerr := s.parseListQuery(r.URL.Query())
-	if aerr != nil {
-		return aerr
-	}
-	out, pag, aerr := pageLocked(s, func() []*snapshotRec { return s.snapList },
-		func(snap *snapshotRec) bool {
+	out, pag, aerr := listPage(s, r, func() []*snapshotRec { return s.snapList },
+		func(snap *snapshotRec, lq listQuery) bool {
 			return snap.status != snapDeleted && (lq.name == "" || snap.sandboxName == lq.name)
 		},
 		func(snap *snapshotRec) creationItem[wire.Snapshot] {
 			return creationItem[wire.Snapshot]{snap.seq, snap.createdAt, snapshotWire(snap)}
-		}, lq)
+		})
 	if aerr != nil {
 		return aerr
 	}

@@ -2,8 +2,8 @@
 // or shell snippet in an isolated sandbox on this machine and prints the
 // outcome as one JSON object.
 //
-// It starts the embedded fake of the Vercel Sandbox API (package
-// sandboxtest) with isolated.Executor, so the snippet runs in its
+// It starts the local Vercel Sandbox API (package
+// sandbox/local) with isolated.Executor, so the snippet runs in its
 // own Linux namespaces with a private root filesystem, no network and a
 // memory limit, and drives it with the ordinary client, as it would drive
 // a Vercel sandbox. Where isolation is unavailable it says why on standard

@@ -4,7 +4,6 @@ package hostexec_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox/internal/exectest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/stretchr/testify/assert"
@@ -124,7 +124,7 @@ func TestExecutor(t *testing.T) {
 
 	t.Run("echo", func(t *testing.T) {
 		t.Parallel()
-		out, errOut, code := execRun(t, e, localCmd(t, "echo", "hello", "world"))
+		out, errOut, code := exectest.Run(t, e, localCmd(t, "echo", "hello", "world"))
 		assert.Equal(t, "hello world\n", out)
 		assert.Empty(t, errOut)
 		assert.Equal(t, 0, code)
@@ -132,7 +132,7 @@ func TestExecutor(t *testing.T) {
 
 	t.Run("stdout, stderr and exit code", func(t *testing.T) {
 		t.Parallel()
-		out, errOut, code := execRun(t, e, localCmd(t, "sh", "-c", "echo out; echo err >&2; exit 3"))
+		out, errOut, code := exectest.Run(t, e, localCmd(t, "sh", "-c", "echo out; echo err >&2; exit 3"))
 		assert.Equal(t, "out\n", out)
 		assert.Equal(t, "err\n", errOut)
 		assert.Equal(t, 3, code)
@@ -141,7 +141,7 @@ func TestExecutor(t *testing.T) {
 	t.Run("working directory is created and used, HOME is the sandbox", func(t *testing.T) {
 		t.Parallel()
 		c := localCmd(t, "sh", "-c", `pwd; echo "$HOME"; echo "$LANG"; echo x > made.txt`)
-		out, _, code := execRun(t, e, c)
+		out, _, code := exectest.Run(t, e, c)
 		require.Equal(t, 0, code)
 		wd, err := filepath.EvalSymlinks(c.HostCwd)
 		require.NoError(t, err)
@@ -157,14 +157,14 @@ func TestExecutor(t *testing.T) {
 
 	t.Run("output streams while the process runs", func(t *testing.T) {
 		t.Parallel()
-		p, out, _, res := execStart(t, context.Background(), e, localCmd(t, "sh", "-c", "echo first; sleep 5; echo second"))
-		<-out.first
+		p, out, _, res := exectest.Start(t, context.Background(), e, localCmd(t, "sh", "-c", "echo first; sleep 5; echo second"))
+		<-out.First()
 		assert.Equal(t, "first\n", out.String())
 		// Had the process ended, it would have printed "second" and exited 0.
 		require.NoError(t, p.Signal(int(syscall.SIGTERM)))
 		r := <-res
-		require.NoError(t, r.err)
-		assert.Equal(t, 128+int(syscall.SIGTERM), r.code)
+		require.NoError(t, r.Err)
+		assert.Equal(t, 128+int(syscall.SIGTERM), r.Code)
 		assert.Equal(t, "first\n", out.String())
 	})
 
@@ -218,7 +218,7 @@ func TestExecutor(t *testing.T) {
 
 	t.Run("background jobs do not outlive the command", func(t *testing.T) {
 		t.Parallel()
-		out, _, code := execRun(t, e, localCmd(t, "sh", "-c", "sleep 100 >/dev/null 2>&1 & echo $!"))
+		out, _, code := exectest.Run(t, e, localCmd(t, "sh", "-c", "sleep 100 >/dev/null 2>&1 & echo $!"))
 		require.Equal(t, 0, code)
 		pids := localPIDs(t, out)
 		require.Len(t, pids, 1)
@@ -289,18 +289,18 @@ func TestExecutor(t *testing.T) {
 
 	t.Run("missing and unexecutable commands", func(t *testing.T) {
 		t.Parallel()
-		_, errOut, code := execRun(t, e, localCmd(t, "no-such-command-sbx"))
+		_, errOut, code := exectest.Run(t, e, localCmd(t, "no-such-command-sbx"))
 		assert.Equal(t, 127, code)
 		assert.Equal(t, "no-such-command-sbx: command not found\n", errOut)
 
-		_, errOut, code = execRun(t, e, localCmd(t, "./missing.sh"))
+		_, errOut, code = exectest.Run(t, e, localCmd(t, "./missing.sh"))
 		assert.Equal(t, 127, code)
 		assert.Contains(t, errOut, "./missing.sh: No such file or directory")
 
 		c := localCmd(t, "./data.txt")
 		require.NoError(t, os.MkdirAll(c.HostCwd, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(c.HostCwd, "data.txt"), []byte("x"), 0o644))
-		_, errOut, code = execRun(t, e, c)
+		_, errOut, code = exectest.Run(t, e, c)
 		assert.Equal(t, 126, code)
 		assert.Contains(t, errOut, "Permission denied")
 	})
@@ -311,14 +311,14 @@ func TestExecutor(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Join(c.HostCwd, "bin"), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(c.HostCwd, "run.sh"), []byte("#!/bin/sh\necho \"run $1\"\n"), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(c.HostCwd, "bin", "tool"), []byte("#!/bin/sh\necho tool\n"), 0o755))
-		out, _, code := execRun(t, e, c)
+		out, _, code := exectest.Run(t, e, c)
 		assert.Equal(t, 0, code)
 		assert.Equal(t, "run arg\n", out)
 
 		c2 := *c
 		c2.Name, c2.Args = "tool", nil
 		c2.Env = map[string]string{"PATH": "bin:/usr/bin:/bin"}
-		out, _, code = execRun(t, e, &c2)
+		out, _, code = exectest.Run(t, e, &c2)
 		assert.Equal(t, 0, code)
 		assert.Equal(t, "tool\n", out)
 	})
@@ -327,14 +327,14 @@ func TestExecutor(t *testing.T) {
 		t.Parallel()
 		c := localCmd(t, "id", "-u")
 		c.Sudo = true
-		out, _, code := execRun(t, e, c)
+		out, _, code := exectest.Run(t, e, c)
 		assert.Equal(t, 0, code)
 		assert.Equal(t, strconv.Itoa(os.Getuid())+"\n", out)
 
 		refusing := hostexec.New(hostexec.RefuseSudo())
 		c = localCmd(t, "id", "-u")
 		c.Sudo = true
-		out, errOut, code := execRun(t, refusing, c)
+		out, errOut, code := exectest.Run(t, refusing, c)
 		assert.Equal(t, 1, code)
 		assert.Empty(t, out)
 		assert.Contains(t, errOut, "sudo")
@@ -391,7 +391,7 @@ func TestExecutorEnv(t *testing.T) {
 
 	c := localCmd(t, "env")
 	c.Env = map[string]string{"FROM_SANDBOX": "1", "LANG": "en_US.UTF-8"}
-	out, _, code := execRun(t, e, c)
+	out, _, code := exectest.Run(t, e, c)
 	require.Equal(t, 0, code)
 	assert.NotContains(t, out, "SBX_TEST_HOST_SECRET")
 	assert.NotContains(t, out, "do-not-leak")
@@ -403,7 +403,7 @@ func TestExecutorEnv(t *testing.T) {
 	assert.Contains(t, out, "HOME="+c.Dir+"\n")
 
 	e = hostexec.New(hostexec.Path("/usr/bin:/bin"))
-	out, _, code = execRun(t, e, localCmd(t, "env"))
+	out, _, code = exectest.Run(t, e, localCmd(t, "env"))
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "PATH=/usr/bin:/bin\n")
 }
@@ -413,68 +413,4 @@ func TestExecutorEnv(t *testing.T) {
 func verifyNoLeaks(t *testing.T) {
 	opt := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
-}
-
-// execWriter records the chunks written to it and announces the first one.
-type execWriter struct {
-	mu     sync.Mutex
-	chunks []string
-	first  chan struct{}
-	once   sync.Once
-}
-
-func newExecWriter() *execWriter { return &execWriter{first: make(chan struct{})} }
-
-func (w *execWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	w.chunks = append(w.chunks, string(p))
-	w.mu.Unlock()
-	w.once.Do(func() { close(w.first) })
-	return len(p), nil
-}
-
-func (w *execWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var b bytes.Buffer
-	for _, c := range w.chunks {
-		b.WriteString(c)
-	}
-	return b.String()
-}
-
-func (w *execWriter) Chunks() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.chunks...)
-}
-
-// execResult is what Wait returned.
-type execResult struct {
-	code int
-	err  error
-}
-
-// execStart starts name args with e and waits for it in the background.
-func execStart(t *testing.T, ctx context.Context, e local.Executor, cmd *local.Cmd) (local.Process, *execWriter, *execWriter, <-chan execResult) {
-	t.Helper()
-	stdout, stderr := newExecWriter(), newExecWriter()
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	p, err := e.Start(ctx, cmd)
-	require.NoError(t, err)
-	res := make(chan execResult, 1)
-	go func() {
-		code, err := p.Wait()
-		res <- execResult{code, err}
-	}()
-	return p, stdout, stderr, res
-}
-
-// execRun runs cmd to completion.
-func execRun(t *testing.T, e local.Executor, cmd *local.Cmd) (stdout, stderr string, code int) {
-	t.Helper()
-	_, out, errw, res := execStart(t, context.Background(), e, cmd)
-	r := <-res
-	require.NoError(t, r.err)
-	return out.String(), errw.String(), r.code
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,8 +66,9 @@ func hygieneCtx(t *testing.T) context.Context {
 
 func TestAssertNoLeakedSandboxesPasses(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
-	srv := sandboxtest.NewServer(t, local.WithClock(clock.Now))
+	var elapsed atomic.Int64 // nanoseconds since start, on the server's clock
+	start := time.UnixMilli(1767000000000)
+	srv := sandboxtest.NewServer(t, local.WithClock(func() time.Time { return start.Add(time.Duration(elapsed.Load())) }))
 	c := srv.Client()
 	ctx := hygieneCtx(t)
 
@@ -80,7 +82,7 @@ func TestAssertNoLeakedSandboxesPasses(t *testing.T) {
 	// A sandbox whose session ran out of time is not running any more.
 	_, err = c.Create(ctx, sandbox.CreateParams{Name: "expired", Timeout: time.Minute})
 	require.NoError(t, err)
-	clock.Advance(2 * time.Minute)
+	elapsed.Add(int64(2 * time.Minute))
 
 	rec := &tbRecorder{TB: t}
 	srv.AssertNoLeakedSandboxes(rec)
@@ -198,24 +200,4 @@ func TestLiveGoroutines(t *testing.T) {
 	require.Equal(t, 1, srv2.LiveGoroutines())
 	assert.Empty(t, rec.finish()) // closes srv2
 	assert.Zero(t, srv2.LiveGoroutines(), "Close left background work running")
-}
-
-// fakeClock is a settable clock for local.WithClock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.UnixMilli(1767000000000)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Conformance of the sandboxtest fake with the official TypeScript SDK:
+# Conformance of the local API (sandbox/local) with the official TypeScript SDK:
 # installs the pinned @vercel/sandbox from the committed lock file and runs
 # TestOfficialTypeScriptSDK, which drives the SDK through the fake, then
 # records the same run to a cassette and replays it with no fake present.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -18,7 +19,7 @@ import (
 // script, and returns a sandbox on it. Against the real API, create the
 // client with sandbox.NewClient() and credentials from the environment.
 func fake(script *sandboxtest.Script) (*sandbox.Client, *sandbox.Sandbox, func()) {
-	srv, err := sandboxtest.New(sandboxtest.WithExecutor(script))
+	srv, err := local.New(local.WithExecutor(script))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -26,14 +27,10 @@ func fake(script *sandboxtest.Script) (*sandbox.Client, *sandbox.Sandbox, func()
 	if err != nil {
 		log.Fatal(err)
 	}
-	go srv.Serve(ln)
-	client, err := sandbox.NewClient(
-		sandbox.WithBaseURL("http://"+ln.Addr().String()),
-		sandbox.WithToken(srv.Token(), "team_x", "prj_x"),
-	)
-	if err != nil {
+	if err := srv.Start(ln); err != nil {
 		log.Fatal(err)
 	}
+	client := srv.Client()
 	sb, err := client.Create(context.Background(), sandbox.CreateParams{})
 	if err != nil {
 		log.Fatal(err)

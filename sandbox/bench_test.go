@@ -20,6 +20,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/internal/benchdata"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -30,7 +31,7 @@ const benchLines = 100_000
 var benchLine = []byte("the quick brown fox jumps over the lazy dog 0123456789\n")
 
 func linesHandler() sandboxtest.Handler {
-	return sandboxtest.HandlerFunc(func(ctx context.Context, cmd *sandboxtest.Cmd, _ <-chan int) int {
+	return sandboxtest.HandlerFunc(func(ctx context.Context, cmd *local.Cmd, _ <-chan int) int {
 		n, _ := strconv.Atoi(cmd.Args[0])
 		for i := 0; i < n; i++ {
 			if _, err := cmd.Stdout.Write(benchLine); err != nil || ctx.Err() != nil {
@@ -46,7 +47,7 @@ func benchServer(b *testing.B) (*sandboxtest.Server, *sandbox.Client, *sandbox.S
 	script := sandboxtest.NewScript()
 	script.Handle(sandboxtest.MatchName("lines"), linesHandler())
 	script.Handle(sandboxtest.MatchName("true"), sandboxtest.Reply{})
-	srv := sandboxtest.NewServer(b, sandboxtest.WithExecutor(script))
+	srv := sandboxtest.NewServer(b, local.WithExecutor(script))
 	c := srv.Client()
 	sb, err := c.Create(context.Background(), sandbox.CreateParams{})
 	if err != nil {
@@ -81,7 +82,7 @@ func BenchmarkLogStream(b *testing.B) {
 func BenchmarkLogStreamRaw(b *testing.B) {
 	srv, _, sb := benchServer(b)
 	body := fmt.Sprintf(`{"command":"lines","args":["%d"],"env":{},"sudo":false,"wait":true,"logs":true}`, benchLines)
-	url := srv.URL() + "/v2/sandboxes/sessions/" + sb.SessionID() + "/cmd?teamId=" + sandboxtest.TeamID
+	url := srv.URL() + "/v2/sandboxes/sessions/" + sb.SessionID() + "/cmd?teamId=" + local.TeamID
 	hc := &http.Client{}
 	b.SetBytes(int64(benchLines * len(benchLine)))
 	b.ReportAllocs()
@@ -122,7 +123,7 @@ func BenchmarkRunTrue(b *testing.B) {
 // exchange with net/http and encoding/json alone.
 func BenchmarkRunTrueRaw(b *testing.B) {
 	srv, _, sb := benchServer(b)
-	url := srv.URL() + "/v2/sandboxes/sessions/" + sb.SessionID() + "/cmd?teamId=" + sandboxtest.TeamID
+	url := srv.URL() + "/v2/sandboxes/sessions/" + sb.SessionID() + "/cmd?teamId=" + local.TeamID
 	body := `{"command":"true","args":[],"env":{},"sudo":false,"wait":true,"logs":true}`
 	hc := &http.Client{}
 	b.ReportAllocs()
@@ -170,7 +171,7 @@ var uploadLevels = []struct {
 // archive bytes received.
 func discardingClient(tb testing.TB, received *atomic.Int64) *sandbox.Client {
 	tb.Helper()
-	srv, err := sandboxtest.New()
+	srv, err := local.New()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func discardingClient(tb testing.TB, received *atomic.Int64) *sandbox.Client {
 	}))
 	tb.Cleanup(ts.Close)
 	c, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL),
-		sandbox.WithToken(srv.Token(), sandboxtest.TeamID, sandboxtest.ProjectID))
+		sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -74,8 +75,8 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 	var serverLog, clientLog lockedBuffer
 	script := sandboxtest.NewScript()
 	script.Handle(sandboxtest.MatchName("echo"), sandboxtest.EchoHandler())
-	srv := sandboxtest.NewServer(t, sandboxtest.WithToken(canary), sandboxtest.WithExecutor(script),
-		sandboxtest.WithLogger(debugLogger(&serverLog)))
+	srv := sandboxtest.NewServer(t, local.WithToken(canary), local.WithExecutor(script),
+		local.WithLogger(debugLogger(&serverLog)))
 
 	// fault selects what the middleware does to the next request; it
 	// answers like a server that echoes the request's Authorization header.
@@ -154,9 +155,9 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 	fault.Store("")
 
 	// 403 from the fake itself: the canary is not the token it accepts.
-	other := sandboxtest.NewServer(t, sandboxtest.WithToken("tok_other"), sandboxtest.WithLogger(debugLogger(&serverLog)))
+	other := sandboxtest.NewServer(t, local.WithToken("tok_other"), local.WithLogger(debugLogger(&serverLog)))
 	oc, err := sandbox.NewClient(sandbox.WithBaseURL(other.URL()),
-		sandbox.WithToken(canary, sandboxtest.TeamID, sandboxtest.ProjectID),
+		sandbox.WithToken(canary, local.TeamID, local.ProjectID),
 		sandbox.WithLogger(debugLogger(&clientLog)))
 	require.NoError(t, err)
 	_, err = oc.Create(ctx, sandbox.CreateParams{})
@@ -203,7 +204,7 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 	assert.NotContains(t, clientLog.String(), canary, "client log")
 
 	// The checks above looked at something.
-	assert.Contains(t, serverLog.String(), "sandboxtest: request")
+	assert.Contains(t, serverLog.String(), "local: request")
 	assert.Contains(t, clientLog.String(), "request done")
 	assert.Contains(t, clientLog.String(), "retrying request")
 	assert.Contains(t, string(reqs), "/cmd")
@@ -256,10 +257,10 @@ func TestFakeRejectsEscapingArchives(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
-	srv := sandboxtest.NewServer(t, sandboxtest.WithDir(root))
+	srv := sandboxtest.NewServer(t, local.WithDir(root))
 	sb, err := srv.Client().Create(context.Background(), sandbox.CreateParams{Name: "confined"})
 	require.NoError(t, err)
-	url := srv.URL() + "/v2/sandboxes/sessions/" + sb.SessionID() + "/fs/write?teamId=" + sandboxtest.TeamID
+	url := srv.URL() + "/v2/sandboxes/sessions/" + sb.SessionID() + "/fs/write?teamId=" + local.TeamID
 
 	reg := func(name string) *tar.Header { return &tar.Header{Name: name, Mode: 0o644, Typeflag: tar.TypeReg} }
 	cases := map[string][]*tar.Header{

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -32,6 +34,6 @@ func TestDefaultScriptExecutor(t *testing.T) {
 	assert.Equal(t, 127, ee.ExitCode)
 	assert.Len(t, srv.Script().Unmatched(), 1)
 
-	other := sandboxtest.NewServer(t, sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()))
+	other := sandboxtest.NewServer(t, local.WithExecutor(hostexec.New()))
 	assert.Nil(t, other.Script())
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -194,8 +195,8 @@ func (d *discardWriter) WriteHeader(int)             {}
 
 func TestWrongTokenIsForbidden(t *testing.T) {
 	t.Parallel()
-	srv := sandboxtest.NewServer(t, sandboxtest.WithToken("right-token"))
-	c := srv.Client(sandbox.WithToken("wrong-token", sandboxtest.TeamID, sandboxtest.ProjectID))
+	srv := sandboxtest.NewServer(t, local.WithToken("right-token"))
+	c := srv.Client(sandbox.WithToken("wrong-token", local.TeamID, local.ProjectID))
 	_, err := c.Create(t.Context(), sandbox.CreateParams{})
 	require.ErrorIs(t, err, sandbox.ErrForbidden)
 	assert.NotContains(t, err.Error(), "wrong-token")

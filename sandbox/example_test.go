@@ -10,6 +10,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -17,7 +18,7 @@ import (
 // script, and returns a client aimed at it. Against the real API, use
 // sandbox.NewClient() with credentials from the environment instead.
 func fake(script *sandboxtest.Script) (*sandbox.Client, func()) {
-	srv, err := sandboxtest.New(sandboxtest.WithExecutor(script))
+	srv, err := local.New(local.WithExecutor(script))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -25,6 +25,8 @@ import (
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/fault"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -49,7 +51,7 @@ func TestFault503BurstOnGetIsRetried(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("burst")
-	h := e.srv.Inject(sandboxtest.Fault{Method: "GET", Path: "/v2/sandboxes/*", Status: 503, Times: 2})
+	h := e.srv.Inject(fault.Fault{Method: "GET", Path: "/v2/sandboxes/*", Status: 503, Times: 2})
 
 	got, err := e.c.Get(t.Context(), "burst")
 	require.NoError(t, err)
@@ -67,7 +69,7 @@ func TestFaultRunCommand500IsNotResent(t *testing.T) {
 			e := newEnv(t)
 			e.handle("job", jobSteps)
 			sb := e.create("")
-			e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Status: 500, Times: 1, AfterHandler: after})
+			e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Status: 500, Times: 1, AfterHandler: after})
 
 			res, err := sb.Run(t.Context(), &command.Cmd{Name: "job"})
 			assert.Nil(t, res, "no invented result")
@@ -87,7 +89,7 @@ func TestFaultRunCommand500IsNotResent(t *testing.T) {
 			assert.Equal(t, want, e.srv.CommandCount())
 
 			// Start (detached) is just as careful.
-			e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Status: 502, Times: 1, AfterHandler: after})
+			e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Status: 502, Times: 1, AfterHandler: after})
 			_, err = sb.Start(t.Context(), &command.Cmd{Name: "job"})
 			require.ErrorAs(t, err, &ou)
 			assert.Len(t, requests(e.srv, "POST", "/cmd"), 2)
@@ -102,7 +104,7 @@ func TestFaultResetBeforeAnswer(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		sb := e.create("reset")
-		h := e.srv.Inject(sandboxtest.Fault{Method: "GET", Path: "/v2/sandboxes/reset", Reset: sandboxtest.ResetBeforeHeaders, Times: 1})
+		h := e.srv.Inject(fault.Fault{Method: "GET", Path: "/v2/sandboxes/reset", Reset: fault.ResetBeforeHeaders, Times: 1})
 		got, err := e.c.Get(t.Context(), "reset")
 		require.NoError(t, err)
 		assert.Equal(t, sb.SessionID(), got.SessionID())
@@ -116,7 +118,7 @@ func TestFaultResetBeforeAnswer(t *testing.T) {
 			e := newEnv(t)
 			e.handle("job", jobSteps)
 			sb := e.create("")
-			e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Reset: sandboxtest.ResetBeforeHeaders, Times: 1, AfterHandler: after})
+			e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Reset: fault.ResetBeforeHeaders, Times: 1, AfterHandler: after})
 			res, err := sb.Run(t.Context(), &command.Cmd{Name: "job"})
 			assert.Nil(t, res)
 			var ou *sandbox.OutcomeUnknownError
@@ -132,7 +134,7 @@ func TestFaultRateLimitShortRetryAfterWaits(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.create("patient")
-	f := sandboxtest.RateLimit(1, time.Second)
+	f := fault.RateLimit(1, time.Second)
 	f.Method = "GET"
 	e.srv.Inject(f)
 
@@ -147,7 +149,7 @@ func TestFaultRateLimitLongRetryAfterFailsFast(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.create("hurried")
-	f := sandboxtest.RateLimit(1, time.Minute)
+	f := fault.RateLimit(1, time.Minute)
 	f.Method = "GET"
 	e.srv.Inject(f)
 
@@ -167,7 +169,7 @@ func TestFaultResetMidStream(t *testing.T) {
 	e.handle("job", jobSteps)
 	sb := e.create("")
 	// The command line and two output lines, then a TCP reset.
-	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Reset: sandboxtest.ResetAfterHeaders, AfterFrames: 3})
+	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Reset: fault.ResetAfterHeaders, AfterFrames: 3})
 
 	var out bytes.Buffer
 	cmd := &command.Cmd{Name: "job"}
@@ -199,7 +201,7 @@ func TestFaultStreamCutBeforeFinalFrame(t *testing.T) {
 	e.handle("job", jobSteps)
 	sb := e.create("")
 	// Every frame but the final one.
-	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Cut: true, AfterFrames: 4})
+	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Cut: true, AfterFrames: 4})
 
 	var out bytes.Buffer
 	cmd := &command.Cmd{Name: "job"}
@@ -233,7 +235,7 @@ func TestFaultLogStreamCutWhileRunning(t *testing.T) {
 		out, _, _ := e.srv.Output(h.ID())
 		return out == "a\nb\n"
 	}, 10*time.Second, 5*time.Millisecond)
-	e.srv.Inject(sandboxtest.Fault{Method: "GET", Path: cmdPattern + "/*/logs", Cut: true, AfterFrames: 1, Times: 1})
+	e.srv.Inject(fault.Fault{Method: "GET", Path: cmdPattern + "/*/logs", Cut: true, AfterFrames: 1, Times: 1})
 
 	var got []string
 	var streamErr error
@@ -261,7 +263,7 @@ func TestFaultStalledBodyFiresInactivityTimeout(t *testing.T) {
 	sb := e.create("")
 	// The command finishes at once, but its stream stalls after the first
 	// output line.
-	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Stall: time.Hour, AfterFrames: 2})
+	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Stall: time.Hour, AfterFrames: 2})
 
 	var out bytes.Buffer
 	cmd := &command.Cmd{Name: "job"}
@@ -288,7 +290,7 @@ func TestFaultGoneBeforeSafeCallResumesAndReplaysOnce(t *testing.T) {
 	e := newEnv(t)
 	sb := e.create("expiring")
 	first := sb.SessionID()
-	h := e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: "/v2/sandboxes/sessions/*/fs/mkdir", Expire: true, Times: 1})
+	h := e.srv.Inject(fault.Fault{Method: "POST", Path: "/v2/sandboxes/sessions/*/fs/mkdir", Expire: true, Times: 1})
 
 	require.NoError(t, sb.MkDir(t.Context(), "/vercel/sandbox/out"))
 	assert.Equal(t, 1, h.Hits())
@@ -302,7 +304,7 @@ func TestFaultGoneBeforeCommandStartReplaysOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("")
-	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Expire: true, Times: 1})
+	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Expire: true, Times: 1})
 
 	// The 410 is a refusal: nothing ran, so the command is sent again, once.
 	out, err := sb.Output(t.Context(), &command.Cmd{Name: "echo", Args: []string{"hi"}})
@@ -354,7 +356,7 @@ func TestFaultMalformedJSONIsDecodeError(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("garbled")
-	e.srv.Inject(sandboxtest.Fault{Method: "GET", Path: "/v2/sandboxes/garbled", Body: `{"sandbox":{"name":`, Times: 1})
+	e.srv.Inject(fault.Fault{Method: "GET", Path: "/v2/sandboxes/garbled", Body: `{"sandbox":{"name":`, Times: 1})
 	_, err := e.c.Get(t.Context(), "garbled")
 	require.ErrorIs(t, err, sandbox.ErrDecode)
 	var de *sandbox.DecodeError
@@ -364,7 +366,7 @@ func TestFaultMalformedJSONIsDecodeError(t *testing.T) {
 
 	// On a command start, the command ran but its id is lost; the call is
 	// not repeated.
-	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Body: `{"command":{"id":`, AfterHandler: true, Times: 1})
+	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Body: `{"command":{"id":`, AfterHandler: true, Times: 1})
 	_, err = sb.Start(t.Context(), &command.Cmd{Name: "echo", Args: []string{"x"}})
 	require.ErrorIs(t, err, sandbox.ErrDecode)
 	assert.Equal(t, 1, e.srv.CommandCount())
@@ -379,7 +381,7 @@ func TestFaultTenMiBLineDeliveredWhole(t *testing.T) {
 	e.handle("big", sandboxtest.Steps{}.Stdout("before\n").Stdout(string(line)).Stdout("after\n").Exit(0))
 	sb := e.create("")
 	// A short stall and latency on the way do not change the bytes.
-	e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: cmdPattern, Stall: 50 * time.Millisecond, AfterFrames: 2, Times: 1})
+	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Stall: 50 * time.Millisecond, AfterFrames: 2, Times: 1})
 
 	var out bytes.Buffer
 	cmd := &command.Cmd{Name: "big"}
@@ -393,7 +395,7 @@ func TestFaultTenMiBLineDeliveredWhole(t *testing.T) {
 	assert.Equal(t, 1, e.srv.CommandCount())
 
 	// And through the log replay, behind latency.
-	e.srv.Inject(sandboxtest.Fault{Method: "GET", Path: cmdPattern + "/*/logs", Latency: 50 * time.Millisecond, Times: 1})
+	e.srv.Inject(fault.Fault{Method: "GET", Path: cmdPattern + "/*/logs", Latency: 50 * time.Millisecond, Times: 1})
 	h, err := sb.Attach(e.srv.Commands()[0].Command.ID)
 	require.NoError(t, err)
 	var replay bytes.Buffer
@@ -407,7 +409,7 @@ func TestFaultTokenExpiresDuringLongRun(t *testing.T) {
 	var minted atomic.Int32
 	mint := func() string {
 		minted.Add(1)
-		return authtest.Token(sandboxtest.TeamID, sandboxtest.ProjectID, clock.Now().Add(15*time.Minute))
+		return authtest.Token(local.TeamID, local.ProjectID, clock.Now().Add(15*time.Minute))
 	}
 	initial := mint()
 	provider := auth.NewOIDCProvider(auth.OIDCOptions{
@@ -512,7 +514,7 @@ func TestFaultCancelAtEveryPhase(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		e.create("slow")
-		e.srv.Inject(sandboxtest.Fault{Method: "GET", Path: "/v2/sandboxes/slow", Latency: time.Hour})
+		e.srv.Inject(fault.Fault{Method: "GET", Path: "/v2/sandboxes/slow", Latency: time.Hour})
 		err := cancelWithin(t, 100*time.Millisecond, func(ctx context.Context) error {
 			_, err := e.c.Get(ctx, "slow")
 			return err
@@ -527,7 +529,7 @@ func TestFaultCancelAtEveryPhase(t *testing.T) {
 		sb := e.create("")
 		// The server holds the request without reading its body, so the
 		// upload blocks once the socket buffers are full.
-		e.srv.Inject(sandboxtest.Fault{Method: "POST", Path: "/v2/sandboxes/sessions/*/fs/write", Latency: time.Hour})
+		e.srv.Inject(fault.Fault{Method: "POST", Path: "/v2/sandboxes/sessions/*/fs/write", Latency: time.Hour})
 		src := &infiniteReader{}
 		err := cancelWithin(t, 200*time.Millisecond, func(ctx context.Context) error {
 			return sb.WriteFiles(ctx, []files.Entry{files.FromReader("big.bin", io.LimitReader(src, 1<<40), 1<<40)})

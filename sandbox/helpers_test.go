@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -28,21 +30,21 @@ type env struct {
 // newEnv starts a fake whose commands are played by a fresh Script (echo
 // and true are registered). Extra server options come after the executor,
 // so a test may replace it.
-func newEnv(t *testing.T, opts ...sandboxtest.Option) *env {
+func newEnv(t *testing.T, opts ...local.Option) *env {
 	t.Helper()
 	script := sandboxtest.NewScript()
 	script.Handle(sandboxtest.MatchName("echo"), sandboxtest.EchoHandler())
 	script.Handle(sandboxtest.MatchName("true"), sandboxtest.Reply{})
-	srv := sandboxtest.NewServer(t, append([]sandboxtest.Option{sandboxtest.WithExecutor(script)}, opts...)...)
+	srv := sandboxtest.NewServer(t, append([]local.Option{local.WithExecutor(script)}, opts...)...)
 	return &env{t: t, srv: srv, script: script, c: srv.Client()}
 }
 
 // newLocalEnv starts a fake that runs real host processes in host-path mode.
-func newLocalEnv(t *testing.T, opts ...sandboxtest.Option) *env {
+func newLocalEnv(t *testing.T, opts ...local.Option) *env {
 	t.Helper()
-	srv := sandboxtest.NewServer(t, append([]sandboxtest.Option{
-		sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()),
-		sandboxtest.WithHostPaths(true),
+	srv := sandboxtest.NewServer(t, append([]local.Option{
+		local.WithExecutor(hostexec.New()),
+		local.WithHostPaths(true),
 	}, opts...)...)
 	return &env{t: t, srv: srv, c: srv.Client()}
 }
@@ -63,8 +65,8 @@ func (e *env) handle(name string, h sandboxtest.Handler) {
 
 // requests returns the requests the fake received with this method whose
 // path ends with suffix.
-func requests(srv *sandboxtest.Server, method, suffix string) []sandboxtest.Request {
-	var out []sandboxtest.Request
+func requests(srv *sandboxtest.Server, method, suffix string) []local.Request {
+	var out []local.Request
 	for _, r := range srv.Requests() {
 		if r.Method == method && strings.HasSuffix(r.Path, suffix) {
 			out = append(out, r)
@@ -74,8 +76,8 @@ func requests(srv *sandboxtest.Server, method, suffix string) []sandboxtest.Requ
 }
 
 // resumeRequests returns the GETs that asked for a resume.
-func resumeRequests(srv *sandboxtest.Server) []sandboxtest.Request {
-	var out []sandboxtest.Request
+func resumeRequests(srv *sandboxtest.Server) []local.Request {
+	var out []local.Request
 	for _, r := range srv.Requests() {
 		if r.Method == http.MethodGet && r.Query.Get("resume") == "true" {
 			out = append(out, r)
@@ -85,7 +87,7 @@ func resumeRequests(srv *sandboxtest.Server) []sandboxtest.Request {
 }
 
 // jsonBody decodes a recorded JSON body into a generic map.
-func jsonBody(t *testing.T, r sandboxtest.Request) map[string]any {
+func jsonBody(t *testing.T, r local.Request) map[string]any {
 	t.Helper()
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(r.Body, &m), "body %q", r.Body)

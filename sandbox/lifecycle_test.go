@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox"
-	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 )
 
 func TestCreateV3WithoutRuntime(t *testing.T) {
@@ -30,8 +30,8 @@ func TestCreateV3WithoutRuntime(t *testing.T) {
 	reqs := requests(e.srv, http.MethodPost, "/sandboxes")
 	require.Len(t, reqs, 1)
 	assert.Equal(t, "/v3/sandboxes", reqs[0].Path)
-	assert.Equal(t, sandboxtest.TeamID, reqs[0].Query.Get("teamId"))
-	want := map[string]any{"projectId": sandboxtest.ProjectID, "name": "demo", "ports": []any{}}
+	assert.Equal(t, local.TeamID, reqs[0].Query.Get("teamId"))
+	want := map[string]any{"projectId": local.ProjectID, "name": "demo", "ports": []any{}}
 	assert.Empty(t, cmp.Diff(want, jsonBody(t, reqs[0])), "create body (-want +got)")
 }
 
@@ -53,7 +53,7 @@ func TestCreateV2WithRuntime(t *testing.T) {
 	require.Len(t, reqs, 1)
 	assert.Equal(t, "/v2/sandboxes", reqs[0].Path)
 	want := map[string]any{
-		"projectId": sandboxtest.ProjectID, "name": "rt", "runtime": "node24",
+		"projectId": local.ProjectID, "name": "rt", "runtime": "node24",
 		"ports": []any{3000.0}, "timeout": 120000.0, "resources": map[string]any{"vcpus": 4.0},
 		"env": map[string]any{"A": "1"}, "tags": map[string]any{"team": "x"},
 	}
@@ -122,7 +122,7 @@ func TestGet(t *testing.T) {
 
 	reqs := requests(e.srv, http.MethodGet, "/v2/sandboxes/box")
 	require.Len(t, reqs, 1)
-	assert.Equal(t, sandboxtest.ProjectID, reqs[0].Query.Get("projectId"))
+	assert.Equal(t, local.ProjectID, reqs[0].Query.Get("projectId"))
 	assert.False(t, reqs[0].Query.Has("resume"), "resume is sent only when asked for")
 }
 
@@ -182,7 +182,7 @@ func TestListFollowsPagination(t *testing.T) {
 	reqs := requests(e.srv, http.MethodGet, "/v2/sandboxes")
 	require.Len(t, reqs, 3, "pages of 2, 2 and 1")
 	assert.Equal(t, "2", reqs[0].Query.Get("limit"))
-	assert.Equal(t, sandboxtest.ProjectID, reqs[0].Query.Get("project"))
+	assert.Equal(t, local.ProjectID, reqs[0].Query.Get("project"))
 	assert.False(t, reqs[0].Query.Has("cursor"))
 	assert.NotEmpty(t, reqs[1].Query.Get("cursor"))
 	assert.NotEmpty(t, reqs[2].Query.Get("cursor"))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -34,7 +35,7 @@ const (
 // loadFake is a scripted fake served by an httptest server that counts the
 // TCP connections clients open to it.
 type loadFake struct {
-	srv    *sandboxtest.Server
+	srv    *local.Server
 	ts     *httptest.Server
 	h2     bool
 	opened atomic.Int64 // connections accepted since start
@@ -42,13 +43,13 @@ type loadFake struct {
 	once   sync.Once
 }
 
-// newLoadFake starts the fake over plain HTTP/1.1 (as sandboxtest serves
+// newLoadFake starts the fake over plain HTTP/1.1 (as local serves
 // it) or, with h2, over TLS with HTTP/2 (as the API is served).
 func newLoadFake(tb testing.TB, h2 bool) *loadFake {
 	tb.Helper()
 	script := sandboxtest.NewScript()
 	script.Handle(sandboxtest.MatchName("echo"), sandboxtest.EchoHandler())
-	srv, err := sandboxtest.New(sandboxtest.WithExecutor(script))
+	srv, err := local.New(local.WithExecutor(script))
 	require.NoError(tb, err)
 	f := &loadFake{srv: srv, h2: h2}
 	f.ts = httptest.NewUnstartedServer(srv.Handler())
@@ -85,7 +86,7 @@ func (f *loadFake) close() {
 func (f *loadFake) client(tb testing.TB) *sandbox.Client {
 	tb.Helper()
 	opts := []sandbox.Option{sandbox.WithBaseURL(f.ts.URL),
-		sandbox.WithToken(f.srv.Token(), sandboxtest.TeamID, sandboxtest.ProjectID)}
+		sandbox.WithToken(f.srv.Token(), local.TeamID, local.ProjectID)}
 	if f.h2 {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 100

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -200,7 +201,7 @@ func TestAutoResumeOff(t *testing.T) {
 
 func TestResumeWhileStopping(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, sandboxtest.WithStopDelay(1500*time.Millisecond))
+	e := newEnv(t, local.WithStopDelay(1500*time.Millisecond))
 	sb := e.create("slow")
 	old := sb.SessionID()
 

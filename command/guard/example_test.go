@@ -12,6 +12,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/command/guard"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -81,7 +82,7 @@ func ExampleRedactor_Writer() {
 // by script, and creates a sandbox in it. Against Vercel, create the
 // sandbox with a client from sandbox.NewClient() instead.
 func fakeSandbox(script *sandboxtest.Script) (*sandbox.Sandbox, func()) {
-	srv, err := sandboxtest.New(sandboxtest.WithExecutor(script))
+	srv, err := local.New(local.WithExecutor(script))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/command/guard"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -35,7 +36,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	script := sandboxtest.NewScript()
-	srv := sandboxtest.NewServer(t, sandboxtest.WithExecutor(script))
+	srv := sandboxtest.NewServer(t, local.WithExecutor(script))
 	sb, err := srv.Client().Create(t.Context(), sandbox.CreateParams{})
 	require.NoError(t, err)
 	return &fixture{srv: srv, script: script, sb: sb}
@@ -224,7 +225,7 @@ func TestGateTranscriptBounds(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	chunk := strings.Repeat("x", 100) + "\n" // 101 bytes
-	f.script.Handle(sandboxtest.MatchName("noisy"), sandboxtest.HandlerFunc(func(_ context.Context, cmd *sandboxtest.Cmd, _ <-chan int) int {
+	f.script.Handle(sandboxtest.MatchName("noisy"), sandboxtest.HandlerFunc(func(_ context.Context, cmd *local.Cmd, _ <-chan int) int {
 		for range 20 { // 2020 bytes per command
 			_, _ = cmd.Stdout.Write([]byte(chunk))
 		}

@@ -14,6 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/workload"
 )
@@ -25,7 +27,7 @@ func TestMain(m *testing.M) {
 const secret = "sk-test-0123456789"
 
 func localServer(t *testing.T) *sandboxtest.Server {
-	return sandboxtest.NewServer(t, sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()), sandboxtest.WithHostPaths(true))
+	return sandboxtest.NewServer(t, local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
 }
 
 func runLocal(t *testing.T, mode Mode) {

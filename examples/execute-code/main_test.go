@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/workload"
 )
@@ -21,7 +23,7 @@ func TestMain(m *testing.M) {
 }
 
 func executor(t *testing.T, lang string) (*sandboxtest.Server, *workload.CodeExecutor) {
-	srv := sandboxtest.NewServer(t, sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()), sandboxtest.WithHostPaths(true))
+	srv := sandboxtest.NewServer(t, local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
 	return srv, &workload.CodeExecutor{Runner: &workload.Runner{Client: srv.Client()}, DefaultLanguage: lang, OutputLimit: 1024}
 }
 

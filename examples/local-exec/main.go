@@ -2,8 +2,8 @@
 // or shell snippet in an isolated sandbox on this machine and prints the
 // outcome as one JSON object.
 //
-// It starts the embedded fake of the Vercel Sandbox API (package
-// sandboxtest) with sandboxtest.IsolatedExecutor, so the snippet runs in its
+// It starts the local Vercel Sandbox API (package
+// sandbox/local) with isolated.Executor, so the snippet runs in its
 // own Linux namespaces with a private root filesystem, no network and a
 // memory limit, and drives it with the ordinary client, as it would drive
 // a Vercel sandbox. Where isolation is unavailable it says why on standard
@@ -44,7 +44,8 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
-	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/isolated"
 )
 
 // Defaults of the flags.
@@ -191,7 +192,7 @@ func Execute(ctx context.Context, o Options, log io.Writer) (*Result, error) {
 	if mode != "isolated" {
 		fmt.Fprintf(log, "local-exec: isolation unavailable, running on the host: %s\n", mode)
 	}
-	srv, err := sandboxtest.New(sandboxtest.WithExecutor(exe))
+	srv, err := local.New(local.WithExecutor(exe))
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +205,7 @@ func Execute(ctx context.Context, o Options, log io.Writer) (*Result, error) {
 	go func() { served <- srv.Serve(ln) }()
 	defer func() { srv.Close(); <-served }()
 	client, err := sandbox.NewClient(sandbox.WithBaseURL("http://"+ln.Addr().String()),
-		sandbox.WithToken(srv.Token(), sandboxtest.TeamID, sandboxtest.ProjectID))
+		sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID))
 	if err != nil {
 		return nil, err
 	}
@@ -221,10 +222,10 @@ func Execute(ctx context.Context, o Options, log io.Writer) (*Result, error) {
 // newExecutor returns the isolated executor when available. Under RLIMIT_AS
 // (no memory cgroup) Node needs address space well beyond its heap; there
 // the heap limit given to V8 enforces the memory limit.
-func newExecutor(memory int64, js bool) (sandboxtest.Executor, string) {
-	exe, mode := sandboxtest.NewBestExecutor(sandboxtest.IsolatedMemory(memory))
-	if iso, ok := exe.(*sandboxtest.IsolatedExecutor); ok && js && !iso.CgroupMemory() {
-		exe, mode = sandboxtest.NewBestExecutor(sandboxtest.IsolatedMemory(memory + 8<<30))
+func newExecutor(memory int64, js bool) (local.Executor, string) {
+	exe, mode := isolated.Best(isolated.Memory(memory))
+	if iso, ok := exe.(*isolated.Executor); ok && js && !iso.CgroupMemory() {
+		exe, mode = isolated.Best(isolated.Memory(memory + 8<<30))
 	}
 	return exe, mode
 }
@@ -364,7 +365,7 @@ func newResult(res *command.Result, elapsed time.Duration, mode string) *Result 
 func classify(res *command.Result, o Options, elapsed time.Duration) *RunError {
 	stderr := string(res.Stderr)
 	switch {
-	case sandboxtest.OutcomeOf(res.ExitCode, stderr) == sandboxtest.OutcomeMemoryLimit,
+	case isolated.OutcomeOf(res.ExitCode, stderr) == isolated.OutcomeMemoryLimit,
 		strings.Contains(stderr, "heap out of memory"), strings.Contains(stderr, "Allocation failed"):
 		return &RunError{Type: MemoryError, Message: fmt.Sprintf("the snippet exceeded its memory limit of %d MiB", o.MemoryMB)}
 	case res.ExitCode == 137 && elapsed >= o.Timeout:

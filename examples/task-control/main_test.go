@@ -14,6 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/workload"
 )
@@ -23,7 +25,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestTaskControl(t *testing.T) {
-	srv := sandboxtest.NewServer(t, sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()), sandboxtest.WithHostPaths(true))
+	srv := sandboxtest.NewServer(t, local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
 	env := Env{
 		NewClient:  func(opts ...sandbox.Option) (*sandbox.Client, error) { return srv.Client(opts...), nil },
 		Inactivity: 500 * time.Millisecond,

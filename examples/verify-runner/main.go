@@ -14,7 +14,7 @@
 //
 // With Vercel credentials in the environment (VERCEL_OIDC_TOKEN, or
 // VERCEL_TOKEN with VERCEL_TEAM_ID and VERCEL_PROJECT_ID) it uses Vercel.
-// Without them it starts the embedded local server (package sandboxtest,
+// Without them it starts the embedded local server (package sandbox/local,
 // running real processes on this machine, without isolation) and says so.
 package main
 

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
 )
 
 // The init process of a sandbox starts here, before any other package of
@@ -92,7 +94,7 @@ func runInit() int {
 	if cwd == "" {
 		cwd = "/"
 	}
-	exe, code, msg := lookPath(spec.Name, pathEnv, cwd)
+	exe, code, msg := shellexec.LookPath(spec.Name, pathEnv, cwd)
 	if code != 0 {
 		return fail(report{Code: code, Message: msg})
 	}
@@ -140,7 +142,7 @@ func runInit() int {
 		f.Close()
 	}
 	if err != nil {
-		if c, m, ok := startFailure(spec.Name, err); ok {
+		if c, m, ok := shellexec.StartFailure(spec.Name, err); ok {
 			return fail(report{Code: c, Message: m})
 		}
 		return fail(report{Error: "start " + spec.Name + ": " + err.Error()})
@@ -492,67 +494,4 @@ func loopbackUp() error {
 		return e
 	}
 	return nil
-}
-
-// lookPath resolves name as a shell would, inside the sandbox. On failure
-// it returns the shell's exit code (127 not found, 126 not executable) and
-// message.
-func lookPath(name, pathEnv, dir string) (string, int, string) {
-	if name == "" {
-		return "", 127, ": command not found\n"
-	}
-	if strings.Contains(name, "/") {
-		p := name
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		fi, err := os.Stat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return "", 127, name + ": No such file or directory\n"
-		case err != nil:
-			return "", 126, name + ": " + errText(err) + "\n"
-		case fi.IsDir():
-			return "", 126, name + ": Is a directory\n"
-		}
-		return p, 0, ""
-	}
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" {
-			d = "."
-		}
-		if !filepath.IsAbs(d) {
-			d = filepath.Join(dir, d)
-		}
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, 0, ""
-		}
-	}
-	return "", 127, name + ": command not found\n"
-}
-
-// startFailure maps an exec failure to a shell's exit code and message.
-func startFailure(name string, err error) (int, string, bool) {
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return 127, name + ": No such file or directory\n", true
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC),
-		errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ETXTBSY):
-		return 126, fmt.Sprintf("%s: cannot execute: %s\n", name, errText(err)), true
-	}
-	return 0, "", false
-}
-
-// errText is the system's description of err without the Go operation.
-func errText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	s := err.Error()
-	if s != "" {
-		s = strings.ToUpper(s[:1]) + s[1:]
-	}
-	return s
 }

@@ -169,7 +169,7 @@ func TestStartNotExecutable(t *testing.T) {
 		spec := shSpec(t, "")
 		require.NoError(t, os.WriteFile(filepath.Join(spec.Writable[0].Host, "script"), []byte("echo hi\n"), 0o644))
 		for name, want := range map[string]string{
-			"./script":       "./script: cannot execute: Permission denied\n",
+			"./script":       "./script: Permission denied\n",
 			"/vercel":        "/vercel: Is a directory\n",
 			"/no/such/thing": "/no/such/thing: No such file or directory\n",
 		} {

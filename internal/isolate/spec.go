@@ -12,7 +12,7 @@
 // stage, which joins the control groups, applies the resource limits and
 // executes the command: the limits and control groups bind the command and
 // what it starts, never the init process. A program can use Start only if it
-// imports this package, which every importer of sandboxtest does.
+// imports this package; sandbox/local/isolated is its only importer.
 package isolate
 
 import (

@@ -1,6 +1,7 @@
 // Package tarx reads the gzip-compressed tar archives of fs/write: it lists
-// them and extracts them safely into a host directory. The fake server uses
-// it to emulate uploads; tests use it to inspect archives.
+// them and extracts them safely into a host directory. The local server
+// (sandbox/local) uses it to serve uploads; tests use it to inspect
+// archives.
 //
 // Extraction is confined: entry names are cleaned and must stay inside the
 // extraction directory, and all file system access goes through an os.Root,
@@ -156,6 +157,11 @@ type Options struct {
 	// SkipSpecial skips link, device, FIFO and other special entries
 	// instead of failing on them.
 	SkipSpecial bool
+	// Target maps each entry name to the host-style path, relative to the
+	// extraction directory, where the entry goes, or refuses the entry
+	// with an error. By default a name is cleaned and must stay inside
+	// the directory. What Target returns must stay inside it too.
+	Target func(name string) (string, error)
 }
 
 // Extract extracts the gzip-compressed tar archive read from r into the
@@ -237,6 +243,22 @@ func localName(name string) (string, error) {
 	return local, nil
 }
 
+// targetName is where the entry called name goes, relative to the
+// extraction directory.
+func targetName(opts Options, name string) (string, error) {
+	if opts.Target == nil {
+		return localName(name)
+	}
+	t, err := opts.Target(name)
+	if err != nil {
+		return "", err
+	}
+	if t != "." && !filepath.IsLocal(t) {
+		return "", ErrUnsafePath
+	}
+	return t, nil
+}
+
 func extract(ctx context.Context, r io.Reader, rt *os.Root, opts Options) ([]Header, error) {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
@@ -285,7 +307,7 @@ func extract(ctx context.Context, r io.Reader, rt *os.Root, opts Options) ([]Hea
 			}
 			return fail(fmt.Errorf("%w %q", ErrUnsupported, h.Typeflag))
 		}
-		name, err := localName(h.Name)
+		name, err := targetName(opts, h.Name)
 		if err != nil {
 			return fail(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -30,7 +31,7 @@ func ExampleScript() {
 
 	run := func(name string, args ...string) {
 		var stdout, stderr bytes.Buffer
-		p, err := script.Start(context.Background(), &sandboxtest.Cmd{
+		p, err := script.Start(context.Background(), &local.Cmd{
 			Name: name, Args: args, Cwd: "/vercel/sandbox",
 			Stdout: &stdout, Stderr: &stderr,
 		})

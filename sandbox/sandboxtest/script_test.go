@@ -1,7 +1,6 @@
 package sandboxtest_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"regexp"
@@ -13,75 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox/internal/exectest"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
-// execWriter records the chunks written to it and announces the first one.
-type execWriter struct {
-	mu     sync.Mutex
-	chunks []string
-	first  chan struct{}
-	once   sync.Once
-}
-
-func newExecWriter() *execWriter { return &execWriter{first: make(chan struct{})} }
-
-func (w *execWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	w.chunks = append(w.chunks, string(p))
-	w.mu.Unlock()
-	w.once.Do(func() { close(w.first) })
-	return len(p), nil
-}
-
-func (w *execWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var b bytes.Buffer
-	for _, c := range w.chunks {
-		b.WriteString(c)
-	}
-	return b.String()
-}
-
-func (w *execWriter) Chunks() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.chunks...)
-}
-
-// execResult is what Wait returned.
-type execResult struct {
-	code int
-	err  error
-}
-
-// execStart starts name args with e and waits for it in the background.
-func execStart(t *testing.T, ctx context.Context, e sandboxtest.Executor, cmd *sandboxtest.Cmd) (sandboxtest.Process, *execWriter, *execWriter, <-chan execResult) {
-	t.Helper()
-	stdout, stderr := newExecWriter(), newExecWriter()
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	p, err := e.Start(ctx, cmd)
-	require.NoError(t, err)
-	res := make(chan execResult, 1)
-	go func() {
-		code, err := p.Wait()
-		res <- execResult{code, err}
-	}()
-	return p, stdout, stderr, res
-}
-
-// execRun runs cmd to completion.
-func execRun(t *testing.T, e sandboxtest.Executor, cmd *sandboxtest.Cmd) (stdout, stderr string, code int) {
-	t.Helper()
-	_, out, errw, res := execStart(t, context.Background(), e, cmd)
-	r := <-res
-	require.NoError(t, r.err)
-	return out.String(), errw.String(), r.code
-}
-
-func cmdOf(name string, args ...string) *sandboxtest.Cmd {
-	return &sandboxtest.Cmd{Name: name, Args: args, Cwd: "/vercel/sandbox", Env: map[string]string{}}
+func cmdOf(name string, args ...string) *local.Cmd {
+	return &local.Cmd{Name: name, Args: args, Cwd: "/vercel/sandbox", Env: map[string]string{}}
 }
 
 // verifyNoLeaks checks, once t and all its parallel subtests are done, that
@@ -101,24 +38,24 @@ func TestScript(t *testing.T) {
 			Handle(sandboxtest.MatchArgs("git", "status"), sandboxtest.Reply{Stdout: "by args\n"}).
 			Handle(sandboxtest.MatchArgs("npm", "install"), sandboxtest.Reply{Stdout: "install\n"}).
 			Handle(sandboxtest.MatchRegexp(regexp.MustCompile(`^npm run \w+$`)), sandboxtest.Reply{Stdout: "run\n"}).
-			Handle(func(c *sandboxtest.Cmd) bool { return c.Sudo }, sandboxtest.Reply{Stdout: "root\n"})
+			Handle(func(c *local.Cmd) bool { return c.Sudo }, sandboxtest.Reply{Stdout: "root\n"})
 
-		out, _, code := execRun(t, s, cmdOf("git", "status"))
+		out, _, code := exectest.Run(t, s, cmdOf("git", "status"))
 		assert.Equal(t, "by name\n", out)
 		assert.Equal(t, 0, code)
 
-		out, _, _ = execRun(t, s, cmdOf("npm", "install"))
+		out, _, _ = exectest.Run(t, s, cmdOf("npm", "install"))
 		assert.Equal(t, "install\n", out)
-		out, _, _ = execRun(t, s, cmdOf("npm", "run", "build"))
+		out, _, _ = exectest.Run(t, s, cmdOf("npm", "run", "build"))
 		assert.Equal(t, "run\n", out)
-		_, _, code = execRun(t, s, cmdOf("npm", "run", "build", "--watch"))
+		_, _, code = exectest.Run(t, s, cmdOf("npm", "run", "build", "--watch"))
 		assert.Equal(t, 127, code, "the regexp is anchored")
-		out, _, _ = execRun(t, s, cmdOf("npm", "install", "x"))
+		out, _, _ = exectest.Run(t, s, cmdOf("npm", "install", "x"))
 		assert.Empty(t, out)
 
 		sudo := cmdOf("apt-get", "install", "-y", "jq")
 		sudo.Sudo = true
-		out, _, _ = execRun(t, s, sudo)
+		out, _, _ = exectest.Run(t, s, sudo)
 		assert.Equal(t, "root\n", out)
 	})
 
@@ -130,17 +67,17 @@ func TestScript(t *testing.T) {
 		removeB := s.Override(sandboxtest.MatchArgs("git", "push"), sandboxtest.Reply{Stderr: "rejected\n", ExitCode: 1})
 		s.Handle(sandboxtest.MatchArgs("git", "push"), sandboxtest.Reply{Stdout: "late base\n"})
 
-		out, errOut, code := execRun(t, s, cmdOf("git", "push"))
+		out, errOut, code := exectest.Run(t, s, cmdOf("git", "push"))
 		assert.Equal(t, []any{"", "rejected\n", 1}, []any{out, errOut, code})
-		out, _, _ = execRun(t, s, cmdOf("git", "pull"))
+		out, _, _ = exectest.Run(t, s, cmdOf("git", "pull"))
 		assert.Equal(t, "A\n", out)
 
 		removeB()
-		out, _, _ = execRun(t, s, cmdOf("git", "push"))
+		out, _, _ = exectest.Run(t, s, cmdOf("git", "push"))
 		assert.Equal(t, "A\n", out)
 		removeA()
 		removeA() // idempotent
-		out, _, _ = execRun(t, s, cmdOf("git", "push"))
+		out, _, _ = exectest.Run(t, s, cmdOf("git", "push"))
 		assert.Equal(t, "base\n", out)
 	})
 
@@ -148,7 +85,7 @@ func TestScript(t *testing.T) {
 		t.Parallel()
 		s := sandboxtest.NewScript(sandboxtest.ScriptFallback(sandboxtest.Reply{Stdout: "fallback\n", ExitCode: 4}))
 		s.Handle(sandboxtest.MatchName("ls"), sandboxtest.Reply{Stdout: "a\n"})
-		out, _, code := execRun(t, s, cmdOf("whatever"))
+		out, _, code := exectest.Run(t, s, cmdOf("whatever"))
 		assert.Equal(t, "fallback\n", out)
 		assert.Equal(t, 4, code)
 		assert.Empty(t, s.Unmatched())
@@ -158,7 +95,7 @@ func TestScript(t *testing.T) {
 		t.Parallel()
 		var s sandboxtest.Script // the zero value works
 		s.Handle(sandboxtest.MatchName("ls"), sandboxtest.Reply{})
-		out, errOut, code := execRun(t, &s, cmdOf("pnpm", "install", "--frozen-lockfile"))
+		out, errOut, code := exectest.Run(t, &s, cmdOf("pnpm", "install", "--frozen-lockfile"))
 		assert.Equal(t, 127, code)
 		assert.Empty(t, out)
 		assert.Contains(t, errOut, "pnpm: command not found")
@@ -175,14 +112,14 @@ func TestScript(t *testing.T) {
 		t.Parallel()
 		s := sandboxtest.NewScript()
 		s.Handle(sandboxtest.MatchName("echo"), sandboxtest.EchoHandler())
-		c := &sandboxtest.Cmd{
+		c := &local.Cmd{
 			SandboxName: "sbx", SessionID: "sess_1", CommandID: "cmd_1",
 			Name: "echo", Args: []string{"hi"}, Env: map[string]string{"A": "1"},
 			Cwd: "/tmp", Sudo: true,
 		}
-		_, _, _ = execRun(t, s, c)
+		_, _, _ = exectest.Run(t, s, c)
 		c.CommandID = "cmd_2"
-		_, _, _ = execRun(t, s, c)
+		_, _, _ = exectest.Run(t, s, c)
 
 		calls := s.Calls()
 		require.Len(t, calls, 2)
@@ -234,8 +171,8 @@ func TestScript(t *testing.T) {
 		s.Handle(sandboxtest.MatchName("build"), sandboxtest.Steps{}.
 			Stdout("first\n").Await(release).Stderr("warn\n").Stdout("second\n").Exit(3))
 
-		_, out, errOut, res := execStart(t, context.Background(), s, cmdOf("build"))
-		<-out.first // the first chunk arrived ...
+		_, out, errOut, res := exectest.Start(t, context.Background(), s, cmdOf("build"))
+		<-out.First() // the first chunk arrived ...
 		select {
 		case r := <-res:
 			t.Fatalf("process ended before it was released: %+v", r)
@@ -244,8 +181,8 @@ func TestScript(t *testing.T) {
 		assert.Equal(t, []string{"first\n"}, out.Chunks())
 		close(release)
 		r := <-res
-		require.NoError(t, r.err)
-		assert.Equal(t, 3, r.code)
+		require.NoError(t, r.Err)
+		assert.Equal(t, 3, r.Code)
 		assert.Equal(t, []string{"first\n", "second\n"}, out.Chunks())
 		assert.Equal(t, "warn\n", errOut.String())
 	})
@@ -255,11 +192,11 @@ func TestScript(t *testing.T) {
 		for _, sig := range []int{1, 2, 15, 9} {
 			s := sandboxtest.NewScript()
 			s.Handle(sandboxtest.MatchName("sleep"), sandboxtest.Steps{}.Stdout("zz").Sleep(time.Hour).Stdout("never"))
-			p, out, _, res := execStart(t, context.Background(), s, cmdOf("sleep"))
-			<-out.first
+			p, out, _, res := exectest.Start(t, context.Background(), s, cmdOf("sleep"))
+			<-out.First()
 			require.NoError(t, p.Signal(sig))
 			r := <-res
-			assert.Equal(t, 128+sig, r.code, "signal %d", sig)
+			assert.Equal(t, 128+sig, r.Code, "signal %d", sig)
 			assert.Equal(t, "zz", out.String())
 			assert.NoError(t, p.Signal(15), "signalling a finished process is not an error")
 		}
@@ -270,14 +207,14 @@ func TestScript(t *testing.T) {
 		s := sandboxtest.NewScript()
 		gate := make(chan struct{})
 		s.Handle(sandboxtest.MatchName("server"), sandboxtest.Steps{}.Await(gate).Stdout("up\n").Block())
-		p, out, _, res := execStart(t, context.Background(), s, cmdOf("server"))
+		p, out, _, res := exectest.Start(t, context.Background(), s, cmdOf("server"))
 		require.NoError(t, p.Signal(18)) // SIGCONT
 		require.NoError(t, p.Signal(28)) // SIGWINCH
 		require.NoError(t, p.Signal(0))  // existence check
 		close(gate)
-		<-out.first // a terminating signal would have ended it before this write
+		<-out.First() // a terminating signal would have ended it before this write
 		require.NoError(t, p.Signal(15))
-		assert.Equal(t, 143, (<-res).code)
+		assert.Equal(t, 143, (<-res).Code)
 	})
 
 	t.Run("Ignore traps a signal, SIGKILL is final", func(t *testing.T) {
@@ -285,13 +222,13 @@ func TestScript(t *testing.T) {
 		s := sandboxtest.NewScript()
 		gate := make(chan struct{})
 		s.Handle(sandboxtest.MatchName("stubborn"), sandboxtest.Steps{}.Ignore(15, 9).Await(gate).Stdout("still here\n").Block())
-		p, out, _, res := execStart(t, context.Background(), s, cmdOf("stubborn"))
+		p, out, _, res := exectest.Start(t, context.Background(), s, cmdOf("stubborn"))
 		require.NoError(t, p.Signal(15))
 		close(gate)
-		<-out.first // SIGTERM, sent before the gate opened, did not end it
+		<-out.First() // SIGTERM, sent before the gate opened, did not end it
 		assert.Equal(t, "still here\n", out.String())
 		require.NoError(t, p.Signal(9))
-		assert.Equal(t, 137, (<-res).code)
+		assert.Equal(t, 137, (<-res).Code)
 	})
 
 	t.Run("the end of the session kills", func(t *testing.T) {
@@ -299,10 +236,10 @@ func TestScript(t *testing.T) {
 		s := sandboxtest.NewScript()
 		s.Handle(sandboxtest.MatchName("sleep"), sandboxtest.Steps{}.Stdout("zz").Sleep(time.Hour))
 		ctx, cancel := context.WithCancel(context.Background())
-		_, out, _, res := execStart(t, ctx, s, cmdOf("sleep"))
-		<-out.first
+		_, out, _, res := exectest.Start(t, ctx, s, cmdOf("sleep"))
+		<-out.First()
 		cancel()
-		assert.Equal(t, 137, (<-res).code)
+		assert.Equal(t, 137, (<-res).Code)
 
 		_, err := s.Start(ctx, cmdOf("sleep"))
 		assert.ErrorIs(t, err, context.Canceled)
@@ -313,7 +250,7 @@ func TestScript(t *testing.T) {
 		t.Parallel()
 		got := make(chan int, 4)
 		s := sandboxtest.NewScript()
-		s.Handle(sandboxtest.MatchName("trap"), sandboxtest.HandlerFunc(func(ctx context.Context, cmd *sandboxtest.Cmd, signals <-chan int) int {
+		s.Handle(sandboxtest.MatchName("trap"), sandboxtest.HandlerFunc(func(ctx context.Context, cmd *local.Cmd, signals <-chan int) int {
 			fmt.Fprintln(cmd.Stdout, "ready")
 			for {
 				select {
@@ -328,22 +265,22 @@ func TestScript(t *testing.T) {
 				}
 			}
 		}))
-		p, out, errOut, res := execStart(t, context.Background(), s, cmdOf("trap"))
-		<-out.first
+		p, out, errOut, res := exectest.Start(t, context.Background(), s, cmdOf("trap"))
+		<-out.First()
 		require.NoError(t, p.Signal(15))
 		assert.Equal(t, 15, <-got)
 		require.NoError(t, p.Signal(2))
 		assert.Equal(t, 2, <-got)
 		r := <-res
-		assert.Equal(t, 130, r.code)
+		assert.Equal(t, 130, r.Code)
 		assert.Equal(t, "interrupted\n", errOut.String())
 
 		// SIGKILL wins over the handler's own exit code.
-		p, out, _, res = execStart(t, context.Background(), s, cmdOf("trap"))
-		<-out.first
+		p, out, _, res = exectest.Start(t, context.Background(), s, cmdOf("trap"))
+		<-out.First()
 		require.NoError(t, p.Signal(9))
 		assert.Equal(t, 9, <-got)
-		assert.Equal(t, 137, (<-res).code)
+		assert.Equal(t, 137, (<-res).Code)
 	})
 
 	t.Run("a handler that ignores SIGKILL is cut off after the grace", func(t *testing.T) {
@@ -351,17 +288,17 @@ func TestScript(t *testing.T) {
 		unblock := make(chan struct{})
 		writeErr := make(chan error, 1)
 		s := sandboxtest.NewScript(sandboxtest.ScriptKillGrace(10 * time.Millisecond))
-		s.Handle(sandboxtest.MatchName("stuck"), sandboxtest.HandlerFunc(func(_ context.Context, cmd *sandboxtest.Cmd, _ <-chan int) int {
+		s.Handle(sandboxtest.MatchName("stuck"), sandboxtest.HandlerFunc(func(_ context.Context, cmd *local.Cmd, _ <-chan int) int {
 			fmt.Fprint(cmd.Stdout, "a")
 			<-unblock // ignores ctx
 			_, err := fmt.Fprint(cmd.Stdout, "late")
 			writeErr <- err
 			return 0
 		}))
-		p, out, _, res := execStart(t, context.Background(), s, cmdOf("stuck"))
-		<-out.first
+		p, out, _, res := exectest.Start(t, context.Background(), s, cmdOf("stuck"))
+		<-out.First()
 		require.NoError(t, p.Signal(9))
-		assert.Equal(t, 137, (<-res).code)
+		assert.Equal(t, 137, (<-res).Code)
 		close(unblock)
 		assert.Error(t, <-writeErr, "output after Wait is dropped")
 		assert.Equal(t, "a", out.String())
@@ -377,22 +314,22 @@ func TestScript(t *testing.T) {
 		s.Handle(sandboxtest.MatchName("echo"), sandboxtest.EchoHandler())
 		s.Handle(sandboxtest.MatchName("env"), sandboxtest.EnvHandler())
 
-		_, _, code := execRun(t, s, cmdOf("curl"))
+		_, _, code := exectest.Run(t, s, cmdOf("curl"))
 		assert.Equal(t, 28, code)
 		for range 2 {
-			out, _, code := execRun(t, s, cmdOf("curl"))
+			out, _, code := exectest.Run(t, s, cmdOf("curl"))
 			assert.Equal(t, "ok\n", out)
 			assert.Equal(t, 0, code)
 		}
 
-		out, _, _ := execRun(t, s, cmdOf("echo", "a", "b"))
+		out, _, _ := exectest.Run(t, s, cmdOf("echo", "a", "b"))
 		assert.Equal(t, "a b\n", out)
-		out, _, _ = execRun(t, s, cmdOf("echo", "-n", "a"))
+		out, _, _ = exectest.Run(t, s, cmdOf("echo", "-n", "a"))
 		assert.Equal(t, "a", out)
 
 		c := cmdOf("env")
 		c.Env = map[string]string{"B": "2", "A": "1"}
-		out, _, _ = execRun(t, s, c)
+		out, _, _ = exectest.Run(t, s, c)
 		assert.Equal(t, "A=1\nB=2\n", out)
 		assert.Panics(t, func() { sandboxtest.Sequence() })
 	})
@@ -404,11 +341,11 @@ func TestScript(t *testing.T) {
 		b2 := base.Stdout("c")
 		s := sandboxtest.NewScript()
 		s.Handle(sandboxtest.MatchName("b1"), b1).Handle(sandboxtest.MatchName("b2"), b2).Handle(sandboxtest.MatchName("base"), base)
-		out, _, _ := execRun(t, s, cmdOf("b1"))
+		out, _, _ := exectest.Run(t, s, cmdOf("b1"))
 		assert.Equal(t, "ab", out)
-		out, _, _ = execRun(t, s, cmdOf("b2"))
+		out, _, _ = exectest.Run(t, s, cmdOf("b2"))
 		assert.Equal(t, "ac", out)
-		out, _, _ = execRun(t, s, cmdOf("base"))
+		out, _, _ = exectest.Run(t, s, cmdOf("base"))
 		assert.Equal(t, "a", out)
 	})
 
@@ -416,7 +353,7 @@ func TestScript(t *testing.T) {
 		t.Parallel()
 		s := sandboxtest.NewScript()
 		s.Handle(sandboxtest.MatchName("x"), sandboxtest.Reply{})
-		p, _, _, res := execStart(t, context.Background(), s, cmdOf("x"))
+		p, _, _, res := exectest.Start(t, context.Background(), s, cmdOf("x"))
 		assert.Error(t, p.Signal(-1))
 		<-res
 	})

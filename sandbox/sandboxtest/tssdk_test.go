@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -53,11 +55,11 @@ func TestOfficialTypeScriptSDK(t *testing.T) {
 
 	token := "tssdk-" + strings.ReplaceAll(t.Name(), "/", "-") // not a JWT
 	srv := sandboxtest.NewServer(t,
-		sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()),
-		sandboxtest.WithHostPaths(true),
-		sandboxtest.WithToken(token),
-		sandboxtest.WithTeam(tssdkTeam),
-		sandboxtest.WithProject(tssdkProject),
+		local.WithExecutor(hostexec.New()),
+		local.WithHostPaths(true),
+		local.WithToken(token),
+		local.WithTeam(tssdkTeam),
+		local.WithProject(tssdkProject),
 	)
 
 	ctx, cancel := context.WithTimeout(context.Background(), tssdkTimeout)
@@ -91,7 +93,7 @@ func TestOfficialTypeScriptSDK(t *testing.T) {
 
 // checkTSSDKRequests asserts that the SDK's requests had the shapes the
 // wire protocol describes.
-func checkTSSDKRequests(t *testing.T, reqs []sandboxtest.Request, version string) {
+func checkTSSDKRequests(t *testing.T, reqs []local.Request, version string) {
 	t.Helper()
 	if len(reqs) == 0 {
 		t.Fatal("the fake received no requests")
@@ -239,7 +241,7 @@ func checkTSSDKRequests(t *testing.T, reqs []sandboxtest.Request, version string
 }
 
 // decodeBody returns the JSON object body of r, or nil when it has none.
-func decodeBody(t *testing.T, r sandboxtest.Request) map[string]any {
+func decodeBody(t *testing.T, r local.Request) map[string]any {
 	t.Helper()
 	if len(r.Body) == 0 {
 		return nil

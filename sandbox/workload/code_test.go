@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/workload"
 )
@@ -49,7 +51,7 @@ func TestCodeInputValidate(t *testing.T) {
 }
 
 func localExecutor(t *testing.T, limit int) (*sandboxtest.Server, *workload.CodeExecutor) {
-	srv := sandboxtest.NewServer(t, sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()), sandboxtest.WithHostPaths(true))
+	srv := sandboxtest.NewServer(t, local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
 	return srv, &workload.CodeExecutor{
 		Runner:          &workload.Runner{Client: newClient(t, srv)},
 		DefaultLanguage: "sh",
@@ -136,8 +138,7 @@ func TestExecuteCodeRunsFile(t *testing.T) {
 	sbs := srv.Sandboxes()
 	require.Len(t, sbs, 1)
 	assert.Equal(t, "node24", sbs[0].Runtime)
-	require.NotNil(t, sbs[0].VCPUs)
-	assert.Equal(t, 2, *sbs[0].VCPUs)
+	assert.Equal(t, 2, sbs[0].VCPUs)
 	got, err := os.ReadFile(mustHostPath(t, srv, sbs[0].Name, "main.mjs"))
 	require.NoError(t, err)
 	assert.Equal(t, code, string(got))

@@ -10,6 +10,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/workload"
 )
@@ -22,7 +23,7 @@ func exampleServer() (*sandbox.Client, func()) {
 	script.Handle(sandboxtest.MatchName("node"), sandboxtest.Reply{Stdout: "hello\n"})
 	script.Handle(sandboxtest.MatchName("true"), sandboxtest.Reply{}) // health probes
 	script.Handle(sandboxtest.MatchName("agent"), sandboxtest.Steps{}.Stdout("working\n").Block())
-	srv, err := sandboxtest.New(sandboxtest.WithExecutor(script))
+	srv, err := local.New(local.WithExecutor(script))
 	if err != nil {
 		panic(err)
 	}

@@ -51,7 +51,7 @@ func TestRunnerSuccess(t *testing.T) {
 	sess, ok := srv.Session(rep.SessionID)
 	require.True(t, ok)
 	assert.Equal(t, 4, sess.VCPUs)
-	assert.Equal(t, int64(600000), sess.Timeout)
+	assert.Equal(t, 10*time.Minute, sess.Timeout)
 }
 
 func TestRunnerFailuresStopTheSandbox(t *testing.T) {

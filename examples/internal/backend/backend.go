@@ -1,6 +1,6 @@
 // Package backend chooses where the example programs run their sandboxes:
 // on Vercel when credentials are found in the environment, and otherwise on
-// an embedded local server (package sandboxtest with a LocalExecutor) that
+// an embedded local server (package sandbox/local with the hostexec executor) that
 // runs commands as processes on this machine, without isolation.
 //
 // It also holds Prefixed, the line-prefixing writer the examples use to
@@ -16,7 +16,8 @@ import (
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/auth/vercelcli"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
-	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 )
 
 // Backend is the API an example talks to: Vercel or the embedded local
@@ -25,7 +26,7 @@ import (
 type Backend struct {
 	creds auth.Provider // Vercel; nil when local
 
-	srv    *sandboxtest.Server // local; nil on Vercel
+	srv    *local.Server // local; nil on Vercel
 	ln     net.Listener
 	url    string
 	served chan struct{} // closed when the Serve goroutine has returned
@@ -50,9 +51,9 @@ func open(ctx context.Context, w io.Writer, forceLocal bool, creds auth.Provider
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	srv, err := sandboxtest.New(
-		sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()),
-		sandboxtest.WithHostPaths(true),
+	srv, err := local.New(
+		local.WithExecutor(hostexec.New()),
+		local.WithHostPaths(true),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("starting the embedded local server: %w", err)
@@ -93,7 +94,7 @@ func (b *Backend) NewClient(opts ...sandbox.Option) (*sandbox.Client, error) {
 	if b.srv == nil {
 		base = []sandbox.Option{sandbox.WithCredentials(b.creds)}
 	} else {
-		base = []sandbox.Option{sandbox.WithBaseURL(b.url), sandbox.WithToken(b.srv.Token(), sandboxtest.TeamID, sandboxtest.ProjectID)}
+		base = []sandbox.Option{sandbox.WithBaseURL(b.url), sandbox.WithToken(b.srv.Token(), local.TeamID, local.ProjectID)}
 	}
 	return sandbox.NewClient(append(base, opts...)...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -54,8 +55,8 @@ func TestOpenLocal(t *testing.T) {
 	// The clients carry the server's token; options given to NewClient
 	// apply after the backend's own.
 	auth1, team1 := lastAuth(ctx, t, b)
-	assert.Equal(t, "Bearer "+sandboxtest.DefaultToken, auth1)
-	assert.Equal(t, sandboxtest.TeamID, team1)
+	assert.Equal(t, "Bearer "+local.DefaultToken, auth1)
+	assert.Equal(t, local.TeamID, team1)
 	auth2, team2 := lastAuth(ctx, t, b, sandbox.WithToken("other-token", "team_other", "prj_other"))
 	assert.Equal(t, "Bearer other-token", auth2)
 	assert.Equal(t, "team_other", team2)

@@ -20,6 +20,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/cassette"
 )
@@ -53,9 +54,9 @@ func fixedClock() func() time.Time {
 }
 
 // newFake starts a fake with scripted commands for the scenario.
-func newFake(t *testing.T, opts ...sandboxtest.Option) *sandboxtest.Server {
+func newFake(t *testing.T, opts ...local.Option) *sandboxtest.Server {
 	t.Helper()
-	srv := sandboxtest.NewServer(t, append([]sandboxtest.Option{sandboxtest.WithSeed(7)}, opts...)...)
+	srv := sandboxtest.NewServer(t, append([]local.Option{local.WithSeed(7)}, opts...)...)
 	srv.Script().
 		Handle(sandboxtest.MatchName("build"), sandboxtest.Steps{}.Stdout("compiling\n").Stderr("warning: slow\n").Stdout("done {{not a placeholder}}\n").Exit(0)).
 		Handle(sandboxtest.MatchName("fail"), sandboxtest.Reply{Stderr: "boom\n", ExitCode: 3}).
@@ -123,7 +124,7 @@ func scenario(t *testing.T, client *sandbox.Client) transcript {
 // record runs the scenario against a fresh fake through a recording cassette.
 func record(t *testing.T, path string, opts ...cassette.Option) transcript {
 	t.Helper()
-	srv := newFake(t, sandboxtest.WithClock(fixedClock()))
+	srv := newFake(t, local.WithClock(fixedClock()))
 	c, err := cassette.Open(path, cassette.Record, opts...)
 	require.NoError(t, err)
 	client := srv.Client(
@@ -549,7 +550,7 @@ func mustMode(t *testing.T) cassette.Mode {
 
 func TestRecordingProxy(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "proxy.cassette")
-	fake := newFake(t, sandboxtest.WithClock(fixedClock()))
+	fake := newFake(t, local.WithClock(fixedClock()))
 	c, err := cassette.Open(path, cassette.Record, cassette.WithUpstream(fake.URL()))
 	require.NoError(t, err)
 	proxy := cassette.NewServer(c)

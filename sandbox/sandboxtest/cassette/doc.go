@@ -67,7 +67,7 @@
 // sends them, so a session id the replay returned is accepted in later
 // requests. Re-recording a scenario gives a byte-identical file when its
 // requests come in the same order and its times fall in the same steps of
-// the resolution (against sandboxtest, a fixed WithClock makes sure of the
+// the resolution (against sandboxtest, a fixed local.WithClock makes sure of the
 // timestamps; the ids need nothing).
 //
 // # Matching

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/cassette"
 )
@@ -39,7 +40,7 @@ func exampleScenario(ctx context.Context, client *sandbox.Client) (*command.Resu
 // compares it with the file in testdata, byte for byte. With
 // SANDBOXTEST_CASSETTE=record it rewrites the file instead.
 func TestExampleCassetteIsCurrent(t *testing.T) {
-	srv := sandboxtest.NewServer(t, sandboxtest.WithSeed(1), sandboxtest.WithClock(fixedClock()))
+	srv := sandboxtest.NewServer(t, local.WithSeed(1), local.WithClock(fixedClock()))
 	srv.Script().Handle(sandboxtest.MatchName("echo"), sandboxtest.EchoHandler())
 	path := filepath.Join(t.TempDir(), "hello.cassette")
 	c, err := cassette.Open(path, cassette.Record, cassette.WithResolution(time.Second))

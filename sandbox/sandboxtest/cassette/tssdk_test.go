@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/cassette"
 )
@@ -52,9 +54,9 @@ func TestOfficialTypeScriptSDK(t *testing.T) {
 
 	t.Run("record", func(t *testing.T) {
 		fake := sandboxtest.NewServer(t,
-			sandboxtest.WithExecutor(sandboxtest.NewLocalExecutor()),
-			sandboxtest.WithHostPaths(true),
-			sandboxtest.WithToken(token),
+			local.WithExecutor(hostexec.New()),
+			local.WithHostPaths(true),
+			local.WithToken(token),
 		)
 		c, err := cassette.Open(path, cassette.Record, cassette.WithUpstream(fake.URL()), name)
 		require.NoError(t, err)

@@ -3,17 +3,17 @@ package main
 import (
 	"flag"
 
-	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/fault"
 )
 
 // faultFlags collects the faults given with --fault, in order.
-type faultFlags []sandboxtest.Fault
+type faultFlags []fault.Fault
 
 // register adds the repeatable --fault flag to fl.
 func (ff *faultFlags) register(fl *flag.FlagSet) {
-	fl.Func("fault", "inject a fault, in the text form of sandboxtest.ParseFault, such as\n"+
+	fl.Func("fault", "inject a fault, in the text form of fault.Parse, such as\n"+
 		"'POST /v2/sandboxes/sessions/*/cmd status=500 times=1' (repeatable)", func(s string) error {
-		f, err := sandboxtest.ParseFault(s)
+		f, err := fault.Parse(s)
 		if err != nil {
 			return err
 		}
@@ -22,9 +22,9 @@ func (ff *faultFlags) register(fl *flag.FlagSet) {
 	})
 }
 
-// inject injects the collected faults into srv.
-func (ff faultFlags) inject(srv *sandboxtest.Server) {
+// inject injects the collected faults into inj.
+func (ff faultFlags) inject(inj *fault.Injector) {
 	for _, f := range ff {
-		srv.Inject(f)
+		inj.Inject(f)
 	}
 }

@@ -1,13 +1,13 @@
-// Command sandboxtest-server runs the sandboxtest fake of the Vercel Sandbox
-// API as a standalone HTTP server, so that clients in any language (the
+// Command sandboxtest-server runs the local Vercel Sandbox API (package
+// sandbox/local) as a standalone HTTP server, so that clients in any language (the
 // official TypeScript SDK included) can be tested against it.
 //
 // With --executor auto (the default), commands run isolated
-// (sandboxtest.IsolatedExecutor: Linux namespaces, a private root
+// (isolated.Executor: Linux namespaces, a private root
 // filesystem, limits) when this system allows it, else as ordinary host
 // processes. --executor isolated insists on isolation; --executor host
 // runs commands as ordinary processes with the privileges of the server,
-// with host paths (sandboxtest.WithHostPaths): use it only with code you
+// with host paths (local.WithHostPaths): use it only with code you
 // trust.
 //
 // Usage:
@@ -15,13 +15,13 @@
 //	sandboxtest-server [--listen 127.0.0.1:0] [--token TOKEN] [--dir DIR] [--executor auto|isolated|host] [--fault FAULT]...
 //
 // Each --fault injects a fault from the start, in the text form of
-// sandboxtest.ParseFault, for example
+// fault.Parse, for example
 //
 //	--fault 'POST /v2/sandboxes/sessions/*/cmd status=500 times=1'
 //
 // Faults can also be injected and removed while the server runs, and the
 // request log read, through the control endpoint under /_sandboxtest/
-// (see sandboxtest.ControlPrefix); it needs the server's token.
+// (see fault.ControlPrefix); it needs the server's token.
 //
 // The first line printed on stdout is "listening on http://HOST:PORT"; the
 // second names the executor: "executor: isolated" or "executor: host
@@ -41,7 +41,10 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/fault"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/isolated"
 )
 
 func main() {
@@ -95,24 +98,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	_, host := exec.(*sandboxtest.LocalExecutor)
-	opts := []sandboxtest.Option{
-		sandboxtest.WithExecutor(exec),
-		sandboxtest.WithHostPaths(host),
-		sandboxtest.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))),
-		sandboxtest.WithControl(true),
+	_, host := exec.(*hostexec.Executor)
+	opts := []local.Option{
+		local.WithExecutor(exec),
+		local.WithHostPaths(host),
+		local.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))),
 	}
+	inj := fault.NewInjector()
+	opts = append(opts, inj.Options()...)
 	if *token != "" {
-		opts = append(opts, sandboxtest.WithToken(*token))
+		opts = append(opts, local.WithToken(*token))
 	}
 	if *dir != "" {
-		opts = append(opts, sandboxtest.WithDir(*dir))
+		opts = append(opts, local.WithDir(*dir))
 	}
-	srv, err := sandboxtest.New(opts...)
+	srv, err := local.New(opts...)
 	if err != nil {
 		return err
 	}
-	faults.inject(srv)
+	faults.inject(inj)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		srv.Close()
@@ -135,18 +139,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // chooseExecutor returns the executor the --executor flag asks for and how
 // the second line of output names it.
-func chooseExecutor(flagValue string) (sandboxtest.Executor, string, error) {
+func chooseExecutor(flagValue string) (local.Executor, string, error) {
 	switch flagValue {
 	case "host":
-		return sandboxtest.NewLocalExecutor(), "host (--executor host: local processes, not isolated)", nil
+		return hostexec.New(), "host (--executor host: local processes, not isolated)", nil
 	case "isolated":
-		iso, err := sandboxtest.NewIsolatedExecutor()
+		iso, err := isolated.New()
 		if err != nil {
 			return nil, "", err
 		}
 		return iso, "isolated", nil
 	case "auto", "":
-		exec, mode := sandboxtest.NewBestExecutor()
+		exec, mode := isolated.Best()
 		return exec, mode, nil
 	}
 	return nil, "", fmt.Errorf("%w: --executor must be auto, isolated or host, not %q", errUsage, flagValue)

@@ -15,11 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/isolated"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-
-	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -90,7 +89,7 @@ func TestRun(t *testing.T) {
 
 // The second line names the executor that --executor selected.
 func TestRunExecutorFlag(t *testing.T) {
-	_, isoErr := sandboxtest.NewIsolatedExecutor()
+	_, isoErr := isolated.New()
 	for _, flagValue := range []string{"auto", "isolated"} {
 		t.Run(flagValue, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -128,7 +127,7 @@ func TestRunExecutorFlag(t *testing.T) {
 				require.NoError(t, err)
 				assert.True(t, strings.HasPrefix(second, "executor: host (") && strings.HasSuffix(second, ")\n"), second)
 			default:
-				assert.ErrorIs(t, err, sandboxtest.ErrIsolationUnavailable)
+				assert.ErrorIs(t, err, isolated.ErrUnavailable)
 			}
 		})
 	}

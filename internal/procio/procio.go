@@ -1,0 +1,121 @@
+// Package procio is the plumbing that the local executors share around a
+// host process: one pump per output pipe, writers that stdout and stderr
+// may share, a bounded wait for pipes that a stray process keeps open, the
+// environment as a list, and a command that failed before it started.
+package procio
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"time"
+)
+
+// DefaultWaitDelay bounds how long Drain waits for output pipes that stay
+// open after the process group was killed.
+const DefaultWaitDelay = time.Second
+
+// Writers returns writers to stdout and stderr serialised by one lock, so
+// that both may be the same writer. A nil writer discards.
+func Writers(stdout, stderr io.Writer) (io.Writer, io.Writer) {
+	mu := &sync.Mutex{}
+	return &lockedWriter{mu: mu, w: orDiscard(stdout)}, &lockedWriter{mu: mu, w: orDiscard(stderr)}
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}
+
+// Pump copies r to w one read at a time until r ends, so output reaches
+// w as soon as the process writes it. When w fails, the rest is read and
+// dropped, so that the process never blocks on a full pipe.
+func Pump(r io.Reader, w io.Writer, done chan<- struct{}) {
+	defer close(done)
+	buf := make([]byte, 32*1024)
+	writeOK := true
+	for {
+		n, err := r.Read(buf)
+		if n > 0 && writeOK {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				writeOK = false
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Drain waits until the pumps of both output pipes are done, or
+// until delay has passed; then it closes the read ends, which unblocks the
+// pumps (output written later is lost), and waits for them to finish.
+func Drain(outR, errR *os.File, outDone, errDone <-chan struct{}, delay time.Duration) {
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	out, errc := outDone, errDone
+	for out != nil || errc != nil {
+		select {
+		case <-out:
+			out = nil
+		case <-errc:
+			errc = nil
+		case <-t.C:
+			out, errc = nil, nil
+		}
+	}
+	outR.Close()
+	errR.Close()
+	<-outDone
+	<-errDone
+}
+
+// EnvList returns env as sorted KEY=value entries.
+func EnvList(env map[string]string) []string {
+	list := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		list = append(list, k+"="+env[k])
+	}
+	return list
+}
+
+// Exited is a command that failed before it could start, as a shell
+// reports it: a message on standard error and an exit code. The message is
+// written when Wait is called, so that Start never writes.
+type Exited struct {
+	Code   int       // the exit code
+	Msg    string    // the message, ending with a newline
+	Stderr io.Writer // where Msg goes
+}
+
+// Signal does nothing: the command has ended.
+func (p *Exited) Signal(sig int) error {
+	if sig < 0 {
+		return fmt.Errorf("invalid signal %d", sig)
+	}
+	return nil
+}
+
+// Wait writes the message and returns the exit code.
+func (p *Exited) Wait() (int, error) {
+	if p.Msg != "" {
+		_, _ = io.WriteString(p.Stderr, p.Msg)
+	}
+	return p.Code, nil
+}

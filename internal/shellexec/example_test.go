@@ -1,0 +1,13 @@
+package shellexec_test
+
+import (
+	"fmt"
+
+	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
+)
+
+func ExampleLookPath() {
+	_, code, msg := shellexec.LookPath("no-such-command", "/nonexistent", "/")
+	fmt.Print(code, " ", msg)
+	// Output: 127 no-such-command: command not found
+}

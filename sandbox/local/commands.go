@@ -1,0 +1,370 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
+)
+
+const (
+	signalKill = 9
+	signalTerm = 15
+	// exitNotStarted is the exit code of a command the executor could not
+	// start, as a shell reports "command not found".
+	exitNotStarted = 127
+)
+
+// handleRunCommand serves POST /v2/sandboxes/sessions/{sid}/cmd.
+func (s *Server) handleRunCommand(w http.ResponseWriter, r *http.Request) *apiError {
+	sid := r.PathValue("sid")
+	sess, aerr := s.lookupSession(sid, true)
+	if aerr != nil {
+		return aerr
+	}
+	var req wire.CommandRequest
+	if aerr := decodeBody(r, &req); aerr != nil {
+		return aerr
+	}
+	if req.Command == "" {
+		return badRequest("command must not be empty.")
+	}
+	if req.Timeout != nil && *req.Timeout < 100 {
+		return badRequest("timeout must be at least 100 ms.")
+	}
+	cwd := sess.cwd
+	if req.Cwd != "" {
+		cwd = s.resolvePath(sess.cwd, req.Cwd)
+	}
+	hostCwd, err := s.hostPath(sess.sb, cwd)
+	if err != nil {
+		return badRequest("Invalid cwd %q: %v", req.Cwd, err)
+	}
+
+	c, started, aerr := s.registerCommand(sess, &req, cwd)
+	if aerr != nil {
+		return aerr
+	}
+	s.startCommand(c, hostCwd)
+
+	if !req.Wait {
+		writeJSON(w, http.StatusOK, wire.CommandResponse{Command: started})
+		return nil
+	}
+	s.streamAttached(w, r, c, started, req.Logs)
+	return nil
+}
+
+// registerCommand records a new command of a running session and returns
+// its wire form as started. Called without s.mu.
+func (s *Server) registerCommand(sess *sessionRec, req *wire.CommandRequest, cwd string) (*commandRec, wire.Command, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		// Nothing has run: a 5xx is safe to retry.
+		return nil, wire.Command{}, errorf(http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
+	}
+	if aerr := statusError(sess.status); aerr != nil {
+		return nil, wire.Command{}, aerr
+	}
+	id := s.ids.commandID()
+	for sess.commands[id] != nil {
+		id = s.ids.commandID()
+	}
+	args := req.Args
+	if args == nil {
+		args = []string{}
+	}
+	c := &commandRec{
+		seq:       s.nextSeq(),
+		id:        id,
+		sess:      sess,
+		name:      req.Command,
+		args:      args,
+		cwd:       cwd,
+		env:       mergeEnv(sess.sb.env, req.Env),
+		sudo:      req.Sudo,
+		timeoutMs: req.Timeout,
+		startedAt: s.nowMs(),
+		started:   time.Now(),
+		out:       newOutputLog(s.cfg.outputLimit),
+		done:      make(chan struct{}),
+	}
+	sess.commands[id] = c
+	s.commands = append(s.commands, c)
+	sess.ops.Add(1)
+	s.wg.Add(1)
+	return c, commandWire(c), nil
+}
+
+// startCommand hands c to the executor and watches it until it ends.
+func (s *Server) startCommand(c *commandRec, hostCwd string) {
+	sess := c.sess
+	cmd := &Cmd{
+		SandboxName: sess.sb.name,
+		SessionID:   sess.id,
+		CommandID:   c.id,
+		Name:        c.name,
+		Args:        append([]string(nil), c.args...),
+		Env:         mergeEnv(c.env, nil),
+		Cwd:         c.cwd,
+		Sudo:        c.sudo,
+		Dir:         sess.sb.dir,
+		HostCwd:     hostCwd,
+		Stdout:      c.out.writer(streamStdout),
+		Stderr:      c.out.writer(streamStderr),
+	}
+	s.mu.Lock()
+	if sess.sb.policySet && sess.policy != nil {
+		cmd.NetworkPolicy = sess.policy.Mode
+	}
+	s.mu.Unlock()
+	proc, err := s.exec.Start(sess.ctx, cmd)
+	if err != nil {
+		_ = c.out.append(streamStderr, []byte("local: cannot start "+c.name+": "+err.Error()+"\n"))
+		s.finishCommand(c, exitNotStarted)
+		return
+	}
+	s.mu.Lock()
+	c.proc = proc
+	s.mu.Unlock()
+	if sess.ctx.Err() != nil {
+		_ = proc.Signal(signalKill) // the session stopped while Start ran
+	}
+	var timer *time.Timer
+	if c.timeoutMs != nil {
+		timer = time.AfterFunc(time.Duration(*c.timeoutMs)*time.Millisecond, func() {
+			s.mu.Lock()
+			running := c.exitCode == nil
+			if running {
+				c.timedOut = true
+				c.signals = append(c.signals, signalKill)
+			}
+			s.mu.Unlock()
+			if running {
+				_ = proc.Signal(signalKill)
+			}
+		})
+	}
+	go func() {
+		code, err := proc.Wait()
+		if timer != nil {
+			timer.Stop()
+		}
+		if err != nil {
+			s.log.Warn("local: executor wait failed", "command", c.id, "err", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+		s.finishCommand(c, code)
+	}()
+}
+
+// finishCommand records the exit of c, then completes its output and releases
+// the session and the server.
+func (s *Server) finishCommand(c *commandRec, code int) {
+	d := time.Since(c.started).Milliseconds()
+	if !s.realClock {
+		// An injected clock governs every reported time, durations too.
+		d = max(0, s.nowMs()-c.startedAt)
+	}
+	s.mu.Lock()
+	c.exitCode = ptr(code)
+	c.durationMs = ptr(d)
+	s.mu.Unlock()
+	// The exit is recorded before the log streams end, so a client that
+	// reaches the end of the logs and asks finds the command finished.
+	c.out.close()
+	close(c.done)
+	c.sess.ops.Done()
+	s.wg.Done()
+}
+
+// streamAttached writes the NDJSON answer of a command run with wait:true:
+// the started command, its output (when logs), then the finished command.
+// Each line is flushed as it is written. A client that goes away stops the
+// stream, not the command.
+func (s *Server) streamAttached(w http.ResponseWriter, r *http.Request, c *commandRec, started wire.Command, logs bool) {
+	w.Header().Set("Content-Type", wire.ContentNDJSON)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	nd := ndjsonWriter{w: w, rc: http.NewResponseController(w)}
+	if nd.line(wire.CommandResponse{Command: started}) != nil {
+		return
+	}
+	if logs && !s.followOutput(r.Context(), &nd, c) {
+		return
+	}
+	if !s.awaitCommand(r.Context(), c) {
+		return
+	}
+	s.mu.Lock()
+	final := commandWire(c)
+	s.mu.Unlock()
+	_ = nd.line(wire.CommandResponse{Command: final})
+}
+
+// awaitCommand waits until c has finished and reports whether it did; it
+// gives up when ctx ends or the server closes. A command that finished as
+// the server closed counts as finished, so its final answer still goes out.
+func (s *Server) awaitCommand(ctx context.Context, c *commandRec) bool {
+	select {
+	case <-c.done:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.baseCtx.Done():
+		select {
+		case <-c.done:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// followOutput writes every output frame of c, from the first, until the
+// output is complete. It reports false when it stopped early (client gone,
+// write failure or server closing).
+func (s *Server) followOutput(ctx context.Context, nd *ndjsonWriter, c *commandRec) bool {
+	var from int64
+	for {
+		frames, next, done, err := c.out.next(ctx, s.baseCtx.Done(), from)
+		if err != nil {
+			return false
+		}
+		if done {
+			return true
+		}
+		for _, f := range frames {
+			if nd.line(logLine{Stream: f.stream, Data: f.data}) != nil {
+				return false
+			}
+		}
+		from = next
+	}
+}
+
+// logLine is one output line of an NDJSON stream.
+type logLine struct {
+	Stream string `json:"stream"`
+	Data   string `json:"data"`
+}
+
+// ndjsonWriter writes one JSON value per line and flushes after each.
+type ndjsonWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (n *ndjsonWriter) line(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	if _, err := n.w.Write(b); err != nil {
+		return err
+	}
+	return n.rc.Flush()
+}
+
+// lookupCommand returns command cid of session sid.
+func (s *Server) lookupCommand(sid, cid string) (*commandRec, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[sid]
+	if sess == nil {
+		return nil, notFound("Session %s was not found.", sid)
+	}
+	c := sess.commands[cid]
+	if c == nil {
+		return nil, notFound("Command %s was not found.", cid)
+	}
+	return c, nil
+}
+
+// handleGetCommand serves GET …/cmd/{cid}[?wait=true]. With wait it sends
+// the status line and headers at once and the body when the command ends.
+func (s *Server) handleGetCommand(w http.ResponseWriter, r *http.Request) *apiError {
+	sid, cid := r.PathValue("sid"), r.PathValue("cid")
+	c, aerr := s.lookupCommand(sid, cid)
+	if aerr != nil {
+		return aerr
+	}
+	if wait := r.URL.Query().Get("wait"); wait == "true" || wait == "1" {
+		select {
+		case <-c.done:
+		default:
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.WriteHeader(http.StatusOK)
+			_ = http.NewResponseController(w).Flush()
+			if !s.awaitCommand(r.Context(), c) {
+				return nil
+			}
+			s.mu.Lock()
+			body, _ := json.Marshal(wire.CommandResponse{Command: commandWire(c)})
+			s.mu.Unlock()
+			_, _ = w.Write(body)
+			return nil
+		}
+	}
+	return s.writeLocked(w, func() any { return wire.CommandResponse{Command: commandWire(c)} })
+}
+
+// handleKill serves POST …/cmd/{cid}/kill.
+func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) *apiError {
+	sid, cid := r.PathValue("sid"), r.PathValue("cid")
+	c, aerr := s.lookupCommand(sid, cid)
+	if aerr != nil {
+		return aerr
+	}
+	var body struct {
+		Signal *int `json:"signal"`
+	}
+	if aerr := decodeBody(r, &body); aerr != nil {
+		return aerr
+	}
+	sig := signalTerm
+	if body.Signal != nil {
+		sig = *body.Signal
+	}
+	if sig < 1 || sig > 64 {
+		return badRequest("Invalid signal %d.", sig)
+	}
+	s.mu.Lock()
+	proc := c.proc
+	running := c.exitCode == nil
+	if running {
+		c.signals = append(c.signals, sig)
+	}
+	s.mu.Unlock()
+	if running && proc != nil {
+		if err := proc.Signal(sig); err != nil {
+			s.log.Warn("local: signal failed", "command", cid, "signal", sig, "err", err)
+		}
+	}
+	return s.writeLocked(w, func() any { return wire.CommandResponse{Command: commandWire(c)} })
+}
+
+// handleLogs serves GET …/cmd/{cid}/logs: every output frame from the
+// start, then live output until the command ends.
+func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) *apiError {
+	sid, cid := r.PathValue("sid"), r.PathValue("cid")
+	c, aerr := s.lookupCommand(sid, cid)
+	if aerr != nil {
+		return aerr
+	}
+	w.Header().Set("Content-Type", wire.ContentNDJSON)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	nd := ndjsonWriter{w: w, rc: http.NewResponseController(w)}
+	if err := nd.rc.Flush(); err != nil {
+		return nil
+	}
+	s.followOutput(r.Context(), &nd, c)
+	return nil
+}

@@ -1,0 +1,82 @@
+// Package local serves the Vercel Sandbox REST API on this machine.
+//
+// It speaks the wire protocol of the real API closely enough that the
+// official TypeScript SDK (@vercel/sandbox 3.x) accepts it: the same paths
+// (with or without the /api prefix), JSON shapes, NDJSON streams, status
+// codes and error bodies. Sandboxes, sessions, commands and snapshots are
+// kept in memory; each sandbox's filesystem is a directory on the host, and
+// commands are run by an Executor: package hostexec runs host processes,
+// package isolated runs them in namespaces of their own, and
+// sandboxtest.Script plays scripted handlers.
+//
+// # The server and its client
+//
+// New returns a server; Serve or Start answer requests on a listener, and
+// Handler lets a server of your own mount it. Client returns a
+// *sandbox.Client aimed at it; any other client (the TypeScript SDK, curl)
+// can use URL and Token instead, with any team and project ids. Close
+// kills every process and ends every goroutine the server started. Tests
+// use sandboxtest.NewServer, which does all of that for one test.
+//
+//	srv, err := local.New(local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
+//	...
+//	err = srv.Serve(ln)
+//
+// # Inspection
+//
+// Sandboxes, Sessions, Snapshots, Commands, CommandCount, Output and
+// Requests (every request received, secrets redacted) report the server's
+// state; Commands lists each command once, so a test can prove that a
+// retry did not run a command twice. LeakedSandboxes lists the sandboxes
+// still running although nobody stopped or deleted them. Stop and
+// ExpireSession end a session so that the next session call answers 410
+// Gone; WithClock injects time, WithSeed makes ids reproducible and
+// WithStopDelay makes the stopping state (422) observable.
+//
+// # Extensions
+//
+// WithMiddleware wraps the route table (package fault injects faults this
+// way) and WithMount serves a handler of your own beside the API.
+//
+// # Filesystem
+//
+// By default paths are virtual: sessions work in /vercel/sandbox and a
+// sandbox path P is stored at HostPath(name, P). With WithHostPaths(true) a
+// session's working directory is the sandbox's host directory itself, so
+// that real host processes see the same paths as the client; paths outside
+// that directory are refused. A stopped sandbox keeps its directory, and a
+// resume reuses it; snapshots are copies of the directory, restored when a
+// sandbox is created from one or its current snapshot is moved. A path that
+// would leave the sandbox's directory (in host-path mode, or through a
+// symbolic link) answers 400 bad_request, for fs/read too.
+//
+// # What it does not emulate
+//
+//   - A microVM: commands run wherever the Executor runs them. The hostexec
+//     executor runs them as host processes with your privileges, your
+//     network and your whole filesystem (absolute paths in commands are
+//     host paths); sudo is passed to the executor, not honoured by the
+//     server. The isolated executor shares the host's kernel and its /usr,
+//     and gives each command (not each session) its own namespaces.
+//   - The image: a command finds only what the host (or a test's script) has;
+//     runtimes and images are reported, not provided.
+//   - Resource limits: vCPUs and memory are reported, not enforced by the
+//     server (the isolated executor applies limits of its own, per command),
+//     and usage figures (active CPU, network transfer) are always 0.
+//   - Real timing: sessions boot and stop at once (WithStopDelay adds a
+//     delay), and snapshots are directory copies. Session timeouts and
+//     per-command timeouts are enforced.
+//   - Interactive sessions: POST …/interactive answers 400 bad_request.
+//   - Network policies are validated, stored and reported; only the
+//     isolated executor acts on them, and only as loopback-only versus
+//     allow-all (domain and subnet rules are not emulated). Exposed ports
+//     get routes on vercel.run that lead nowhere.
+//   - Sources: git and tarball sources are accepted but the sandbox starts
+//     empty.
+//   - Regions and failover, plans, billing, quotas, rate limits and
+//     concurrency limits (inject a Fault to see a 429).
+//   - Drives and mounts (mounts are stored and echoed only), the v1 API,
+//     listing commands and writing to a command's stdin.
+//   - Per-project namespaces: names are unique across the whole server.
+//   - keepLastSnapshots only evicts by count; its expiration is ignored.
+package local

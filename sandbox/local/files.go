@@ -1,0 +1,185 @@
+package local
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/sbx-go/vercel-sandbox/internal/tarx"
+
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
+)
+
+// beginFileOp checks that sess is running and registers a file operation
+// that a stop waits for. Call the returned function when done.
+func (s *Server) beginFileOp(sess *sessionRec) (func(), *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if aerr := statusError(sess.status); aerr != nil {
+		return nil, aerr
+	}
+	sess.ops.Add(1)
+	return sess.ops.Done, nil
+}
+
+// handleWriteFiles serves POST …/fs/write: a gzip-compressed tar archive
+// extracted under the x-cwd header (default: the session's cwd).
+func (s *Server) handleWriteFiles(w http.ResponseWriter, r *http.Request) *apiError {
+	sid := r.PathValue("sid")
+	sess, aerr := s.lookupSession(sid, true)
+	if aerr != nil {
+		return aerr
+	}
+	base := sess.cwd
+	if x := r.Header.Get("x-cwd"); x != "" {
+		base = s.resolvePath(sess.cwd, x)
+	}
+	done, aerr := s.beginFileOp(sess)
+	if aerr != nil {
+		return aerr
+	}
+	defer done()
+
+	target := func(name string) (string, error) {
+		clean := path.Clean(strings.ReplaceAll(name, "\\", "/"))
+		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+			return "", errors.New("entry " + strconv.Quote(name) + " escapes the extraction directory")
+		}
+		if s.cfg.hostPaths {
+			clean = filepath.FromSlash(clean)
+		}
+		return s.relPath(sess.sb, s.resolvePath(base, clean))
+	}
+	// Each entry is mapped on its own: in host-path mode the SDK's x-cwd
+	// "/" lies outside the sandbox directory while its entries lie inside.
+	if _, err := tarx.Extract(r.Context(), r.Body, sess.sb.dir, tarx.Options{Target: target}); err != nil {
+		return badRequest("cannot extract the archive: %v", err)
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+// handleReadFile serves POST …/fs/read.
+func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) *apiError {
+	sid := r.PathValue("sid")
+	sess, rel, abs, done, aerr := s.pathRequest(r, sid)
+	if aerr != nil {
+		return aerr
+	}
+	f, info, err := openInSandbox(sess.sb.dir, rel)
+	done() // an open file stays readable; do not hold up a stop
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return notFound("File %s was not found.", abs)
+		}
+		return badRequest("cannot read %s: %v", abs, err)
+	}
+	defer f.Close()
+	if info.IsDir() {
+		return badRequest("%s is a directory.", abs)
+	}
+	h := w.Header()
+	h.Set("Content-Type", wire.ContentOctet)
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": filepath.Base(rel)}))
+	if info.Mode().IsRegular() {
+		h.Set("Content-Length", strconv.FormatInt(info.Size(), 10))
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, f)
+	return nil
+}
+
+// openInSandbox opens rel inside dir without leaving it, even through
+// symbolic links.
+func openInSandbox(dir, rel string) (*os.File, fs.FileInfo, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, info, nil
+}
+
+// handleMkdir serves POST …/fs/mkdir: one directory, not recursive.
+func (s *Server) handleMkdir(w http.ResponseWriter, r *http.Request) *apiError {
+	sid := r.PathValue("sid")
+	sess, rel, abs, done, aerr := s.pathRequest(r, sid)
+	if aerr != nil {
+		return aerr
+	}
+	defer done()
+	root, err := os.OpenRoot(sess.sb.dir)
+	if err != nil {
+		return badRequest("cannot open the sandbox filesystem: %v", err)
+	}
+	defer root.Close()
+	if err := root.Mkdir(rel, 0o755); err != nil {
+		switch {
+		case errors.Is(err, fs.ErrExist):
+			return badRequest("%s already exists.", abs)
+		case errors.Is(err, fs.ErrNotExist):
+			return badRequest("The parent directory of %s does not exist.", abs)
+		}
+		return badRequest("cannot create %s: %v", abs, err)
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
+}
+
+// requestPath resolves the path of an fs/read or fs/mkdir body. A path
+// outside the sandbox (host-path mode only) is 400 bad_request, also for
+// fs/read: an escape attempt is a client error, not a missing file.
+func (s *Server) requestPath(sess *sessionRec, req wire.PathRequest) (rel, abs string, aerr *apiError) {
+	base := sess.cwd
+	if req.Cwd != "" {
+		base = s.resolvePath(sess.cwd, req.Cwd)
+	}
+	abs = s.resolvePath(base, req.Path)
+	rel, err := s.relPath(sess.sb, abs)
+	if err != nil {
+		return "", "", badRequest("Invalid path %q: %v", req.Path, err)
+	}
+	return rel, abs, nil
+}
+
+// pathRequest decodes the {path, cwd} body of fs/read and fs/mkdir and
+// resolves it in the session's sandbox. On success the caller must call
+// done when its file operation no longer needs to hold off a stop.
+func (s *Server) pathRequest(r *http.Request, sid string) (sess *sessionRec, rel, abs string, done func(), aerr *apiError) {
+	sess, aerr = s.lookupSession(sid, true)
+	if aerr != nil {
+		return nil, "", "", nil, aerr
+	}
+	var req wire.PathRequest
+	if aerr := decodeBody(r, &req); aerr != nil {
+		return nil, "", "", nil, aerr
+	}
+	if req.Path == "" {
+		return nil, "", "", nil, badRequest("path must not be empty.")
+	}
+	rel, abs, aerr = s.requestPath(sess, req)
+	if aerr != nil {
+		return nil, "", "", nil, aerr
+	}
+	done, aerr = s.beginFileOp(sess)
+	if aerr != nil {
+		return nil, "", "", nil, aerr
+	}
+	return sess, rel, abs, done, nil
+}

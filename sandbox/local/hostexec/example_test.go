@@ -1,0 +1,55 @@
+//go:build unix
+
+package hostexec_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+
+	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
+)
+
+// With the host executor commands are real host processes: a real shell,
+// real exit codes, and files shared with the client through the
+// sandbox's directory.
+func ExampleNew() {
+	srv, err := local.New(local.WithExecutor(hostexec.New()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.Start(ln); err != nil {
+		log.Fatal(err)
+	}
+	client := srv.Client()
+	ctx := context.Background()
+
+	sb, err := client.Create(ctx, sandbox.CreateParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := sb.WriteFile(ctx, "greeting.txt", []byte("hello from the client")); err != nil {
+		log.Fatal(err)
+	}
+	out, err := sb.Output(ctx, &command.Cmd{Name: "cat", Args: []string{"greeting.txt"}})
+	fmt.Printf("%s %v\n", out, err)
+
+	_, err = sb.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "echo disk full >&2; exit 3"}})
+	var exit *command.ExitError
+	if errors.As(err, &exit) {
+		fmt.Println("exit code:", exit.ExitCode, "stderr:", string(exit.Stderr))
+	}
+	// Output:
+	// hello from the client <nil>
+	// exit code: 3 stderr: disk full
+}

@@ -1,0 +1,149 @@
+//go:build unix
+
+package hostexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/procio"
+	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+)
+
+const localSupported = true
+
+// localBusyRetries is how often Start retries an executable that is
+// momentarily busy (ETXTBSY).
+const localBusyRetries = 20
+
+var errLocalUnsupported error
+
+// localProcess is a running process group.
+type localProcess struct {
+	cmd       *exec.Cmd
+	pgid      int
+	outR      *os.File
+	errR      *os.File
+	outDone   chan struct{}
+	errDone   chan struct{}
+	waitDelay time.Duration
+
+	stopAfter func() bool   // stops the kill on session end
+	afterDone chan struct{} // closed when that kill has run
+
+	mu    sync.Mutex
+	ended bool // Wait has finished: the group id may be reused
+}
+
+func startLocal(ctx context.Context, s localStart) (local.Process, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("hostexec: stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("hostexec: stderr pipe: %w", err)
+	}
+	var c *exec.Cmd
+	for attempt := 0; ; attempt++ {
+		c = &exec.Cmd{
+			Path:        s.path,
+			Args:        append([]string{s.name}, s.args...),
+			Dir:         s.dir,
+			Env:         s.env,
+			Stdout:      outW,
+			Stderr:      errW,
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		}
+		err = c.Start()
+		// A file just written (a script uploaded to the sandbox) may still
+		// be open for writing in a process that another goroutine is
+		// forking at this moment; that lasts only until that process execs.
+		if !errors.Is(err, syscall.ETXTBSY) || attempt == localBusyRetries || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+	// The child has its own copies of the write ends; ours must go so that
+	// the readers see EOF when the child's are closed.
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		if code, msg, ok := shellexec.StartFailure(s.name, err); ok {
+			return &procio.Exited{Code: code, Msg: msg, Stderr: s.stderr}, nil
+		}
+		return nil, fmt.Errorf("hostexec: start %s: %w", s.name, err)
+	}
+	p := &localProcess{
+		cmd:       c,
+		pgid:      c.Process.Pid,
+		outR:      outR,
+		errR:      errR,
+		outDone:   make(chan struct{}),
+		errDone:   make(chan struct{}),
+		waitDelay: s.waitDelay,
+		afterDone: make(chan struct{}),
+	}
+	go procio.Pump(outR, s.stdout, p.outDone)
+	go procio.Pump(errR, s.stderr, p.errDone)
+	p.stopAfter = context.AfterFunc(ctx, func() {
+		defer close(p.afterDone)
+		_ = p.Signal(int(syscall.SIGKILL))
+	})
+	return p, nil
+}
+
+// Signal implements Process: it sends sig to the whole process group.
+func (p *localProcess) Signal(sig int) error {
+	if sig < 0 {
+		return fmt.Errorf("hostexec: invalid signal %d", sig)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return nil
+	}
+	err := syscall.Kill(-p.pgid, syscall.Signal(sig))
+	if errors.Is(err, syscall.ESRCH) {
+		return nil // the group is gone: the process has finished
+	}
+	return err
+}
+
+// Wait implements Process.
+func (p *localProcess) Wait() (int, error) {
+	waitErr := p.cmd.Wait() // reaps the group leader
+	// Whatever is left of the group must not outlive the command.
+	_ = p.Signal(int(syscall.SIGKILL))
+
+	// Drain the pipes. Members of the group are dead and their ends closed;
+	// a process that left the group could keep them open forever.
+	procio.Drain(p.outR, p.errR, p.outDone, p.errDone, p.waitDelay)
+
+	if !p.stopAfter() {
+		<-p.afterDone // the session ended: let the kill finish
+	}
+	p.mu.Lock()
+	p.ended = true
+	p.mu.Unlock()
+
+	st := p.cmd.ProcessState
+	if st == nil {
+		return -1, fmt.Errorf("hostexec: wait: %w", waitErr)
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), nil
+	}
+	return st.ExitCode(), nil
+}

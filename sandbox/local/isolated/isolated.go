@@ -1,0 +1,308 @@
+// Package isolated runs the commands of a local Vercel Sandbox API
+// (package sandbox/local) in Linux namespaces of their own, with a private
+// root filesystem and per-command limits, on top of internal/isolate.
+// Best picks it where this system allows it and falls back to package
+// hostexec elsewhere, saying why. Only programs that import this package
+// link the namespace runtime and its re-exec hook.
+package isolated
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/isolate"
+	"github.com/sbx-go/vercel-sandbox/internal/procio"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
+)
+
+// ErrUnavailable reports that Executor cannot isolate
+// commands on this system. The error that wraps it names the reason (not
+// Linux, user namespaces disabled, a mount refused by the kernel, ...).
+var ErrUnavailable = errors.New("isolated: isolation unavailable")
+
+// Markers the Executor writes as the last line of a command's
+// standard error when a limit ended it. OutcomeOf recognises them.
+const (
+	MemoryLimitMarker = "isolated: memory limit exceeded"
+	CPULimitMarker    = "isolated: CPU time limit exceeded"
+)
+
+// Defaults of the Executor's per-command limits.
+const (
+	DefaultMemory   = 2 << 30 // bytes
+	DefaultProcs    = 1024
+	DefaultFileSize = 4 << 30 // bytes
+)
+
+// defaultSandboxPath is the PATH of commands inside an isolated sandbox.
+const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// Executor is an Executor that runs each command in its own Linux
+// namespaces (user, mount, PID, network, UTS and IPC) with a private root
+// filesystem and resource limits. It needs no root privileges on the host,
+// only a kernel that allows unprivileged user namespaces.
+//
+// What a command sees:
+//
+//   - a root filesystem of its own: the host's /usr, /bin, /sbin and /lib*
+//     read-only (symbolic links such as /bin -> usr/bin preserved), a few
+//     files of /etc (resolv.conf, ld.so.cache, certificates, ...) read-only,
+//     a generated /etc/passwd, /etc/group and /etc/hosts, a fresh /proc with
+//     /proc/sys read-only, and a minimal /dev (null, zero, full, random,
+//     urandom, tty, shm). Nothing else of the host is visible;
+//   - the sandbox's own tree, read-write: every top-level directory of the
+//     sandbox's host directory (Cmd.Dir) is mounted at the same sandbox path,
+//     so /vercel/sandbox, /tmp, /home/vercel-sandbox and /root are the very
+//     directories the file API reads and writes, and they survive a stop and
+//     resume like any file of the sandbox. Files the file API writes under
+//     /usr, /etc, /proc, /dev, /sys, /bin, /sbin or /lib* are not visible to
+//     commands. Everything else is read-only;
+//   - its own process tree: the command runs under a small init process, so
+//     killing the command, its timeout or the end of the session kills every
+//     process it started, and no process is left behind. As with
+//     host executor, what is left when the command's main process exits
+//     (background jobs) is killed too;
+//   - the network: loopback only, unless the client set the sandbox's network
+//     policy to allow-all (Cmd.NetworkPolicy), which gives the host's
+//     network. deny-all and custom policies get loopback only: domain and
+//     subnet rules are not emulated. HostNetwork opens the network
+//     for every command;
+//   - a user: uid 1000 (vercel-sandbox, home /home/vercel-sandbox) or, with
+//     sudo, uid 0 (root, home /root), each with no capability over the
+//     mounts. Both are the host user running the server, so that the
+//     sandbox's tree stays writable by the commands and by the file API
+//     alike, and files they create belong to that user. When the server runs
+//     as root, sandbox processes therefore run as the host's root: they
+//     reach only the mounts above, cannot change them, and find /proc/sys
+//     read-only and no /sys, but this is a test tool, not a security
+//     boundary for hostile code.
+//
+// Namespaces are created per command, not per session: processes of two
+// commands of a session do not see each other, and a server started by a
+// detached command is reachable by the other commands only on the host
+// network (allow-all). Files are shared, as described above.
+//
+// Limits per command: memory (Memory; a cgroup when one is
+// writable, else RLIMIT_AS, which limits address space rather than resident
+// memory), processes (Procs; a pids cgroup when writable, and
+// RLIMIT_NPROC, which the kernel does not enforce for the host's root), CPU
+// time (CPUTime, RLIMIT_CPU) and file size (FileSize,
+// RLIMIT_FSIZE). A command that exceeds its memory gets MemoryLimitMarker
+// as the last line of its standard error: with a cgroup it was killed (exit
+// code 137); with RLIMIT_AS an allocation failed and the command's own exit
+// code is kept (the marker is added when the command failed and its standard
+// error looks like an allocation failure). One that exceeds its CPU time
+// gets CPULimitMarker (exit code 152, SIGXCPU). See OutcomeOf. The limits
+// bind the command and every process it starts, not the init process above
+// them.
+//
+// The environment is built from scratch: PATH (a standard one, or
+// Path), HOME, USER, LANG=C.UTF-8, the variables named by
+// PassEnv and Cmd.Env on top. Standard input is empty.
+//
+// The executor re-executes the running program (/proc/self/exe) to set up
+// each sandbox; the package's init code takes over in that process before
+// main or TestMain runs. Paths are expected in the server's default virtual
+// mode (WithHostPaths(false)); in host-path mode the sandbox root is Cmd.Dir.
+type Executor struct {
+	memory    int64
+	procs     int64
+	cpu       time.Duration
+	fileSize  int64
+	network   bool
+	cgroups   bool
+	path      string
+	passEnv   map[string]string
+	readOnly  []isolate.Mount
+	waitDelay time.Duration
+
+	cg       *isolate.Cgroups // nil: rlimits only
+	cgReason string
+}
+
+// Option configures an Executor.
+type Option func(*Executor)
+
+// Memory limits each command's memory to n bytes (default
+// DefaultMemory). Zero or less removes the limit.
+func Memory(n int64) Option { return func(e *Executor) { e.memory = n } }
+
+// Procs limits each command to n processes and threads (default
+// DefaultProcs). Zero or less removes the limit.
+func Procs(n int) Option { return func(e *Executor) { e.procs = int64(n) } }
+
+// CPUTime limits the CPU time of each process of a command
+// (default: none). The kernel counts whole seconds, rounded up.
+func CPUTime(d time.Duration) Option {
+	return func(e *Executor) { e.cpu = d }
+}
+
+// FileSize limits the size of any file a command writes (default
+// DefaultFileSize). Zero or less removes the limit.
+func FileSize(n int64) Option { return func(e *Executor) { e.fileSize = n } }
+
+// HostNetwork gives every command the host's network, whatever the
+// sandbox's network policy.
+func HostNetwork() Option { return func(e *Executor) { e.network = true } }
+
+// NoCgroups limits resources with rlimits only, even where control
+// groups are writable.
+func NoCgroups() Option { return func(e *Executor) { e.cgroups = false } }
+
+// Path sets the PATH given to commands (Cmd.Env may override it).
+func Path(path string) Option { return func(e *Executor) { e.path = path } }
+
+// PassEnv copies the named host variables, as they are when the
+// executor is created, into the commands' environment. Unset variables are
+// skipped.
+func PassEnv(names ...string) Option {
+	return func(e *Executor) {
+		for _, n := range names {
+			if v, ok := os.LookupEnv(n); ok {
+				e.passEnv[n] = v
+			}
+		}
+	}
+}
+
+// ReadOnly makes the host path hostPath (a directory or a file)
+// visible read-only at sandboxPath in every sandbox, for a toolchain that
+// lives outside /usr, say. Both must be absolute.
+func ReadOnly(hostPath, sandboxPath string) Option {
+	return func(e *Executor) {
+		e.readOnly = append(e.readOnly, isolate.Mount{Host: hostPath, Path: sandboxPath})
+	}
+}
+
+// WaitDelay sets how long Wait waits for the output pipes after the
+// sandbox ended (default 1s).
+func WaitDelay(d time.Duration) Option {
+	return func(e *Executor) { e.waitDelay = d }
+}
+
+// CgroupMemory reports whether memory is limited by a control group, which
+// bounds resident memory, rather than by RLIMIT_AS, which bounds address
+// space: runtimes that reserve much more address space than they use (V8,
+// the JVM, Go) need a larger Memory under RLIMIT_AS.
+func (e *Executor) CgroupMemory() bool { return e.memory > 0 && e.cg.Memory() }
+
+// Limits describes how the executor enforces its limits, for logs: for
+// example "memory 2048 MiB (cgroup v1 (memory, pids)), procs 1024, ...".
+func (e *Executor) Limits() string {
+	var b strings.Builder
+	how := "rlimit address space"
+	if e.cg.Memory() {
+		how = e.cg.String()
+	}
+	b.WriteString("memory ")
+	if e.memory > 0 {
+		b.WriteString(itoa(e.memory>>20) + " MiB (" + how + ")")
+	} else {
+		b.WriteString("unlimited")
+	}
+	b.WriteString(", procs ")
+	if e.procs > 0 {
+		how := "rlimit"
+		if e.cg.Pids() {
+			how = e.cg.String()
+		}
+		b.WriteString(itoa(e.procs) + " (" + how + ")")
+	} else {
+		b.WriteString("unlimited")
+	}
+	if e.cpu > 0 {
+		b.WriteString(", cpu " + e.cpu.String())
+	}
+	if e.fileSize > 0 {
+		b.WriteString(", file size " + itoa(e.fileSize>>20) + " MiB")
+	}
+	if e.cg == nil && e.cgReason != "" {
+		b.WriteString("; no cgroups: " + e.cgReason)
+	}
+	return b.String()
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// newIsolated applies the defaults and opts.
+func newIsolated(opts []Option) *Executor {
+	e := &Executor{
+		memory:    DefaultMemory,
+		procs:     DefaultProcs,
+		fileSize:  DefaultFileSize,
+		cgroups:   true,
+		path:      defaultSandboxPath,
+		passEnv:   map[string]string{},
+		waitDelay: procio.DefaultWaitDelay,
+	}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.waitDelay <= 0 {
+		e.waitDelay = procio.DefaultWaitDelay
+	}
+	return e
+}
+
+// Best returns an Executor configured by opts when this
+// system allows it, and mode "isolated"; otherwise a hostexec.Executor and
+// mode "host (<reason isolation is unavailable>)".
+func Best(opts ...Option) (exec local.Executor, mode string) {
+	iso, err := New(opts...)
+	if err != nil {
+		reason := strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": ")
+		return hostexec.New(), "host (" + reason + ")"
+	}
+	return iso, "isolated"
+}
+
+// Outcome classifies how a command ended.
+type Outcome int
+
+const (
+	// OutcomeExited: the command ended on its own or by a signal, not by a
+	// limit of the executor.
+	OutcomeExited Outcome = iota
+	// OutcomeMemoryLimit: the command exceeded its memory limit.
+	OutcomeMemoryLimit
+	// OutcomeCPULimit: the command exceeded its CPU time limit.
+	OutcomeCPULimit
+)
+
+// String returns "exited", "memory limit" or "cpu limit".
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeMemoryLimit:
+		return "memory limit"
+	case OutcomeCPULimit:
+		return "cpu limit"
+	}
+	return "exited"
+}
+
+// OutcomeOf tells from a finished command's exit code and standard error
+// whether an Executor limit ended it. It works on what any client
+// sees through the API: the executor marks the last line of standard error.
+// A command timeout is not an outcome here: the server kills the command
+// (exit code 137) and records it (CommandInfo.TimedOut), and the client
+// knows it set one.
+func OutcomeOf(exitCode int, stderr string) Outcome {
+	if exitCode == 0 {
+		return OutcomeExited
+	}
+	last := strings.TrimRight(stderr, "\n")
+	if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+		last = last[i+1:]
+	}
+	switch {
+	case strings.HasPrefix(last, MemoryLimitMarker):
+		return OutcomeMemoryLimit
+	case strings.HasPrefix(last, CPULimitMarker):
+		return OutcomeCPULimit
+	}
+	return OutcomeExited
+}

@@ -1,0 +1,354 @@
+package isolated
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/isolate"
+	"github.com/sbx-go/vercel-sandbox/internal/procio"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+)
+
+// New returns an Executor configured by opts. It
+// starts one sandbox to check that this system allows it, and returns an
+// error wrapping ErrUnavailable, with the reason, when not.
+func New(opts ...Option) (*Executor, error) {
+	e := newIsolated(opts)
+	if e.cgroups && (e.memory > 0 || e.procs > 0) {
+		cg, err := isolate.FindCgroups()
+		if err != nil {
+			e.cgReason = err.Error()
+		} else {
+			e.cg = cg
+		}
+	}
+	if err := e.probe(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return e, nil
+}
+
+// probe runs a trivial command in a sandbox.
+func (e *Executor) probe() error {
+	dir, err := os.MkdirTemp("", "sandboxtest-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var stderr strings.Builder
+	p, err := e.Start(context.Background(), &local.Cmd{
+		Name: "sh", Args: []string{"-c", "exit 0"}, Dir: dir, Cwd: "/vercel/sandbox", Stderr: &stderr,
+	})
+	if err != nil {
+		return err
+	}
+	code, err := p.Wait()
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("a trivial command failed with exit code %d: %s", code, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// reservedTop are top-level sandbox directories that the sandbox's tree
+// does not provide.
+var reservedTop = map[string]bool{
+	"usr": true, "bin": true, "sbin": true, "lib": true, "lib32": true, "lib64": true, "libx32": true,
+	"etc": true, "proc": true, "dev": true, "sys": true,
+}
+
+// Start implements Executor. It returns once the command runs inside its
+// sandbox. A command that cannot be found or executed ends with exit code
+// 127 or 126 and a message, as in a shell; an error means the sandbox could
+// not be set up.
+func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("isolated: session ended before the command started: %w", err)
+	}
+	if cmd.Dir == "" {
+		return nil, errors.New("isolated: Executor needs Cmd.Dir")
+	}
+	root := cmd.Dir
+	cwd := cmd.Cwd
+	if rel, err := filepath.Rel(root, cwd); err == nil && filepath.IsAbs(cwd) && filepath.IsLocal(rel) || cwd == root {
+		// Host-path mode: the sandbox's root is its directory.
+		cwd = "/" + filepath.ToSlash(rel)
+		if cwd == "/." {
+			cwd = "/"
+		}
+	}
+	if cwd == "" {
+		cwd = "/vercel/sandbox"
+	}
+	cwd = path.Clean("/" + cwd)
+	stdout, stderr := procio.Writers(cmd.Stdout, cmd.Stderr)
+
+	home := "home/" + isolate.DefaultUser
+	for _, d := range []string{"vercel/sandbox", "tmp", home, "root"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			return nil, fmt.Errorf("isolated: prepare sandbox tree: %w", err)
+		}
+	}
+	_ = os.Chmod(filepath.Join(root, "tmp"), 0o777|fs.ModeSticky)
+	if top, _, _ := strings.Cut(strings.TrimPrefix(cwd, "/"), "/"); top != "" && !reservedTop[top] {
+		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(cwd)), 0o755); err != nil {
+			return nil, fmt.Errorf("isolated: working directory: %w", err)
+		}
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("isolated: read sandbox tree: %w", err)
+	}
+	var writable []isolate.Mount
+	for _, ent := range entries {
+		if ent.IsDir() && !reservedTop[ent.Name()] {
+			writable = append(writable, isolate.Mount{Host: filepath.Join(root, ent.Name()), Path: "/" + ent.Name()})
+		}
+	}
+	spec := &isolate.Spec{
+		Name:     cmd.Name,
+		Args:     cmd.Args,
+		Env:      e.environ(cmd),
+		Cwd:      cwd,
+		Root:     cmd.Sudo,
+		Hostname: hostnameFor(cmd.SandboxName),
+		Writable: writable,
+		ReadOnly: e.readOnly,
+		Rlimits:  e.rlimits(),
+	}
+	network := e.network || cmd.NetworkPolicy == "allow-all"
+	spec.Loopback = !network
+
+	var cg *isolate.Cgroup
+	if e.cg != nil {
+		var mem, pids int64
+		if e.cg.Memory() {
+			mem = e.memory
+		}
+		if e.cg.Pids() {
+			pids = e.procs
+		}
+		if mem > 0 || pids > 0 {
+			cg, err = e.cg.New(mem, pids)
+			if err != nil {
+				return nil, fmt.Errorf("isolated: %w", err)
+			}
+		}
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		cg.Remove()
+		return nil, fmt.Errorf("isolated: stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		cg.Remove()
+		return nil, fmt.Errorf("isolated: stderr pipe: %w", err)
+	}
+	iso, err := isolate.Start(spec, isolate.Options{Network: network, Cgroup: cg, Stdout: outW, Stderr: errW})
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		cg.Remove()
+		var se *isolate.StartError
+		if errors.As(err, &se) {
+			return &procio.Exited{Code: se.Code, Msg: se.Message, Stderr: stderr}, nil
+		}
+		return nil, fmt.Errorf("isolated: %w", err)
+	}
+	p := &isolatedProcess{
+		iso:       iso,
+		cg:        cg,
+		stderr:    stderr,
+		outR:      outR,
+		errR:      errR,
+		outDone:   make(chan struct{}),
+		errDone:   make(chan struct{}),
+		waitDelay: e.waitDelay,
+		afterDone: make(chan struct{}),
+	}
+	errW2 := stderr
+	if e.memory > 0 && !e.cg.Memory() {
+		p.watch = &allocWatcher{w: stderr}
+		errW2 = p.watch
+	}
+	go procio.Pump(outR, stdout, p.outDone)
+	go procio.Pump(errR, errW2, p.errDone)
+	p.stopAfter = context.AfterFunc(ctx, func() {
+		defer close(p.afterDone)
+		_ = p.Signal(int(syscall.SIGKILL))
+	})
+	return p, nil
+}
+
+// rlimits are the limits applied in every sandbox.
+func (e *Executor) rlimits() []isolate.Rlimit {
+	lims := []isolate.Rlimit{{Resource: syscall.RLIMIT_CORE}}
+	set := func(res int, v uint64) {
+		lims = append(lims, isolate.Rlimit{Resource: res, Cur: v, Max: v})
+	}
+	if e.memory > 0 && !e.cg.Memory() {
+		set(syscall.RLIMIT_AS, uint64(e.memory))
+	}
+	if e.procs > 0 {
+		set(rlimitNproc, uint64(e.procs))
+	}
+	if e.cpu > 0 {
+		// SIGXCPU at the soft limit; SIGKILL a second later if ignored.
+		secs := uint64((e.cpu + time.Second - 1) / time.Second)
+		lims = append(lims, isolate.Rlimit{Resource: syscall.RLIMIT_CPU, Cur: secs, Max: secs + 1})
+	}
+	if e.fileSize > 0 {
+		set(syscall.RLIMIT_FSIZE, uint64(e.fileSize))
+	}
+	return lims
+}
+
+// rlimitNproc is RLIMIT_NPROC, which package syscall does not name.
+const rlimitNproc = 6
+
+// hostnameFor derives a valid host name from a sandbox name.
+func hostnameFor(name string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			b.WriteRune(r)
+		}
+		if b.Len() == 63 {
+			break
+		}
+	}
+	if b.Len() == 0 {
+		return "sandbox"
+	}
+	return b.String()
+}
+
+// isolatedProcess is a running sandbox.
+type isolatedProcess struct {
+	iso       *isolate.Process
+	cg        *isolate.Cgroup
+	stderr    io.Writer
+	watch     *allocWatcher
+	outR      *os.File
+	errR      *os.File
+	outDone   chan struct{}
+	errDone   chan struct{}
+	waitDelay time.Duration
+
+	stopAfter func() bool
+	afterDone chan struct{}
+
+	mu    sync.Mutex
+	ended bool
+}
+
+// Signal implements Process: SIGKILL ends the whole sandbox; other signals
+// go to the command's process group.
+func (p *isolatedProcess) Signal(sig int) error {
+	if sig < 0 {
+		return fmt.Errorf("isolated: invalid signal %d", sig)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return nil
+	}
+	return p.iso.Signal(syscall.Signal(sig))
+}
+
+// Wait implements Process.
+func (p *isolatedProcess) Wait() (int, error) {
+	code, waitErr := p.iso.Wait()
+	// Every process of the sandbox died with its init process, so the
+	// pipes close; the delay only guards against the unexpected.
+	procio.Drain(p.outR, p.errR, p.outDone, p.errDone, p.waitDelay)
+	if !p.stopAfter() {
+		<-p.afterDone
+	}
+	p.mu.Lock()
+	p.ended = true
+	p.mu.Unlock()
+
+	switch {
+	case p.cg.OOMKilled():
+		_, _ = io.WriteString(p.stderr, "\n"+MemoryLimitMarker+"\n")
+	case p.watch != nil && code != 0 && p.watch.seen:
+		_, _ = io.WriteString(p.stderr, "\n"+MemoryLimitMarker+"\n")
+	case code == 128+int(syscall.SIGXCPU):
+		_, _ = io.WriteString(p.stderr, "\n"+CPULimitMarker+"\n")
+	}
+	p.cg.Remove()
+	return code, waitErr
+}
+
+// allocWatcher passes standard error on and notes whether it reported an
+// allocation failure. Only the pump goroutine writes; Wait reads seen after
+// the pump has ended.
+type allocWatcher struct {
+	w    io.Writer
+	tail string // the end of the previous write, for patterns split across writes
+	seen bool
+}
+
+func (a *allocWatcher) Write(p []byte) (int, error) {
+	if !a.seen {
+		s := a.tail + string(p)
+		a.seen = allocFailure(s)
+		if len(s) > 64 {
+			s = s[len(s)-64:]
+		}
+		a.tail = s
+	}
+	return a.w.Write(p)
+}
+
+// environ builds a command's environment; see Executor.
+func (e *Executor) environ(cmd *local.Cmd) []string {
+	user, home := isolate.DefaultUser, "/home/"+isolate.DefaultUser
+	if cmd.Sudo {
+		user, home = "root", "/root"
+	}
+	env := map[string]string{
+		"PATH": e.path,
+		"HOME": home,
+		"USER": user,
+		"LANG": "C.UTF-8",
+	}
+	maps.Copy(env, e.passEnv)
+	maps.Copy(env, cmd.Env)
+	return procio.EnvList(env)
+}
+
+// allocFailure reports whether a chunk of standard error looks like an
+// allocation failure, as programs report one when RLIMIT_AS refuses memory.
+func allocFailure(s string) bool {
+	s = strings.ToLower(s)
+	for _, p := range []string{
+		"out of memory", "cannot allocate memory", "memoryerror", "bad_alloc",
+		"heap out of memory", "failed to reserve virtual memory", "allocation failed",
+		"memory exhausted", "fatal process oom",
+	} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}

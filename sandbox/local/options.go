@@ -1,0 +1,107 @@
+package local
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Option configures a Server.
+type Option func(*config)
+
+type config struct {
+	exec        Executor
+	token       string
+	clock       func() time.Time
+	team        string
+	project     string
+	dir         string
+	logger      *slog.Logger
+	hostPaths   bool
+	stopDelay   time.Duration
+	maxTimeout  time.Duration
+	outputLimit int64
+	seed        *uint64
+	middleware  []Middleware
+	mounts      []mount
+}
+
+// A Middleware wraps the route table of a server: it sees each API request
+// after authentication and the request log, before routing, with the /api
+// prefix removed from its path. WithMiddleware installs one; package fault
+// uses it to inject faults.
+type Middleware func(s *Server, next http.Handler) http.Handler
+
+// WithMiddleware adds mw around the route table. The first one added is
+// the outermost.
+func WithMiddleware(mw Middleware) Option {
+	return func(c *config) { c.middleware = append(c.middleware, mw) }
+}
+
+type mount struct {
+	prefix string
+	h      func(*Server) http.Handler
+}
+
+// WithMount serves the handler h returns for every path under prefix,
+// beside the API: its requests need the server's bearer token but are not
+// recorded in the request log and do not pass through any Middleware.
+// Package fault mounts its control endpoint this way.
+func WithMount(prefix string, h func(s *Server) http.Handler) Option {
+	return func(c *config) { c.mounts = append(c.mounts, mount{prefix: strings.TrimSuffix(prefix, "/"), h: h}) }
+}
+
+// WithExecutor sets what runs the commands clients start. Without it no
+// command can start: each ends with exit code 127.
+func WithExecutor(e Executor) Option { return func(c *config) { c.exec = e } }
+
+// WithToken makes the server accept exactly this bearer token. By default
+// any non-empty bearer token is accepted.
+func WithToken(token string) Option { return func(c *config) { c.token = token } }
+
+// WithClock sets the clock behind every timestamp and session expiry. With
+// an injected clock, sessions expire only when a request (or an inspection
+// method) observes that their deadline has passed; with the real clock a
+// timer also stops them on time.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.clock = now } }
+
+// WithTeam makes the server require teamId (or slug) to equal team.
+func WithTeam(team string) Option { return func(c *config) { c.team = team } }
+
+// WithProject makes the server require the project parameter (projectId in
+// the create body, projectId or project in the query) to equal project.
+func WithProject(project string) Option { return func(c *config) { c.project = project } }
+
+// WithDir sets the host directory under which each sandbox and snapshot gets
+// its own directory. By default a temporary directory is created and
+// removed by Close; a directory given here is left in place.
+func WithDir(root string) Option { return func(c *config) { c.dir = root } }
+
+// WithLogger sets where the server logs requests and problems. By default
+// it logs nothing.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithHostPaths selects host-path mode: a session's working directory is
+// the sandbox's host directory (an absolute host path) and sandbox paths are
+// host paths confined to it. This suits executors that run real host
+// processes. By default paths are virtual: the working directory is
+// /vercel/sandbox and a sandbox path P lives at HostPath(name, P).
+func WithHostPaths(on bool) Option { return func(c *config) { c.hostPaths = on } }
+
+// WithStopDelay makes every stop and snapshot take at least d, during which
+// the session reports status stopping (or snapshotting) and session calls
+// answer 422. Zero (the default) stops at once.
+func WithStopDelay(d time.Duration) Option { return func(c *config) { c.stopDelay = d } }
+
+// WithMaxTimeout sets the longest session timeout; extending past it
+// answers 400 sandbox_timeout_invalid. The default is 5 hours.
+func WithMaxTimeout(d time.Duration) Option { return func(c *config) { c.maxTimeout = d } }
+
+// WithOutputLimit bounds how many bytes of output are kept per command for
+// replay through the logs endpoint (default 64 MiB). Beyond it the oldest
+// output is dropped; CommandInfo reports how much.
+func WithOutputLimit(n int64) Option { return func(c *config) { c.outputLimit = n } }
+
+// WithSeed makes generated ids and names reproducible.
+func WithSeed(seed uint64) Option { return func(c *config) { c.seed = &seed } }

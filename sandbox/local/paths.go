@@ -1,0 +1,161 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// virtualCwd is the working directory of every session in virtual mode.
+const virtualCwd = "/vercel/sandbox"
+
+// errEscapes reports a path that leaves the sandbox's directory.
+var errEscapes = errors.New("path escapes the sandbox")
+
+// sessionCwd is the working directory of sb's sessions.
+func (s *Server) sessionCwd(sb *sandboxRec) string {
+	if s.cfg.hostPaths {
+		return filepath.Join(sb.dir, "vercel", "sandbox")
+	}
+	return virtualCwd
+}
+
+// makeCwd creates the host directory behind the session working directory
+// of sb.
+func (s *Server) makeCwd(sb *sandboxRec) error {
+	dir, err := s.hostPath(sb, s.sessionCwd(sb))
+	if err != nil {
+		return err
+	}
+	return os.MkdirAll(dir, 0o755)
+}
+
+// resolvePath makes p absolute against base (both sandbox paths) and
+// cleans it.
+func (s *Server) resolvePath(base, p string) string {
+	if s.cfg.hostPaths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		return filepath.Clean(p)
+	}
+	if !path.IsAbs(p) {
+		p = path.Join(base, p)
+	}
+	return path.Clean("/" + p)
+}
+
+// relPath maps an absolute, clean sandbox path to a path relative to the
+// sandbox's host directory, for use with os.Root. In virtual mode no path
+// can escape (the sandbox root is its own /); in host-path mode paths must
+// stay inside the directory.
+func (s *Server) relPath(sb *sandboxRec, p string) (string, error) {
+	if s.cfg.hostPaths {
+		rel, err := filepath.Rel(sb.dir, p)
+		if err != nil || !filepath.IsLocal(rel) && rel != "." {
+			return "", fmt.Errorf("%w: %s", errEscapes, p)
+		}
+		return rel, nil
+	}
+	rel := strings.TrimPrefix(path.Clean("/"+p), "/")
+	if rel == "" {
+		return ".", nil
+	}
+	return filepath.FromSlash(rel), nil
+}
+
+// HostPath returns the host path behind sandboxPath in the named sandbox.
+// A relative sandboxPath is resolved against the session working
+// directory. In host-path mode a path outside the sandbox's directory is an
+// error. The result is lexical: symbolic links are not followed.
+func (s *Server) HostPath(sandboxName, sandboxPath string) (string, error) {
+	s.mu.Lock()
+	sb := s.sandboxes[sandboxName]
+	s.mu.Unlock()
+	if sb == nil {
+		return "", fmt.Errorf("local: no sandbox named %q", sandboxName)
+	}
+	return s.hostPath(sb, s.resolvePath(s.sessionCwd(sb), sandboxPath))
+}
+
+func (s *Server) hostPath(sb *sandboxRec, abs string) (string, error) {
+	rel, err := s.relPath(sb, abs)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(sb.dir, rel), nil
+}
+
+// copyTree copies the directory tree at src into dst (which must not
+// exist) and returns the number of bytes of regular files copied. Symbolic
+// links are copied as links; other special files are skipped.
+func copyTree(dst, src string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch mode := info.Mode(); {
+		case mode.IsDir():
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+			return os.Chmod(target, mode.Perm()|0o700)
+		case mode.IsRegular():
+			n, err := copyFile(target, p, mode.Perm())
+			total += n
+			return err
+		case mode&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		}
+		return nil
+	})
+	return total, err
+}
+
+func copyFile(dst, src string, perm fs.FileMode) (int64, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(dst, perm)
+	}
+	return n, err
+}
+
+// replaceTree makes dst a copy of src.
+func replaceTree(dst, src string) error {
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	_, err := copyTree(dst, src)
+	return err
+}

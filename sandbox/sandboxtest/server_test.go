@@ -1,0 +1,28 @@
+package sandboxtest_test
+
+import (
+	"testing"
+
+	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRequestsTo(t *testing.T) {
+	t.Parallel()
+	srv := sandboxtest.NewServer(t)
+	srv.Script().Handle(sandboxtest.MatchName("true"), sandboxtest.Reply{})
+	ctx := hygieneCtx(t)
+	sb, err := srv.Client().Create(ctx, sandbox.CreateParams{Name: "filtered"})
+	require.NoError(t, err)
+	_, err = sb.Run(ctx, &command.Cmd{Name: "true"})
+	require.NoError(t, err)
+	require.NoError(t, sb.Delete(ctx))
+
+	assert.Len(t, srv.RequestsTo("POST", "/v2/sandboxes/sessions/*/cmd"), 1)
+	assert.Len(t, srv.RequestsTo("", "/v2/sandboxes/sessions/**"), 1)
+	assert.Len(t, srv.RequestsTo("DELETE", "/v2/sandboxes/filtered"), 1)
+	assert.Len(t, srv.RequestsTo("*", "*"), len(srv.Requests()))
+}

@@ -11,12 +11,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
 // Request is one HTTP request the server received, as Requests reports it.
-// Secrets are redacted: the Authorization header (and any header or query
-// key that names a token, secret or cookie), "password" keys and the values
-// of header maps in JSON bodies.
+// Secrets are redacted as package internal/redact defines them: the values
+// of headers, query parameters and JSON keys whose name says secret (the
+// Authorization header keeps its scheme), the values of header maps in JSON
+// bodies, and token-shaped text in any JSON string.
 type Request struct {
 	Time     time.Time   // when it arrived, on the server's clock
 	Method   string      // HTTP method
@@ -50,8 +53,8 @@ func (l *requestLog) record(r *http.Request, now time.Time) *reqEntry {
 		Time:   now,
 		Method: r.Method,
 		Path:   r.URL.Path,
-		Query:  redactQuery(r.URL.Query()),
-		Header: redactHeader(r.Header),
+		Query:  redact.Query(r.URL.Query()),
+		Header: redact.Header(r.Header),
 	}}
 	if r.Body != nil && r.Body != http.NoBody {
 		if isJSONRequest(r) {
@@ -121,48 +124,6 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-const redacted = "[REDACTED]"
-
-func sensitiveName(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"authorization", "token", "secret", "cookie", "password"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
-
-func redactHeader(h http.Header) http.Header {
-	out := h.Clone()
-	for k, vs := range out {
-		if !sensitiveName(k) {
-			continue
-		}
-		red := make([]string, len(vs))
-		for i, v := range vs {
-			if scheme, _, ok := strings.Cut(v, " "); ok && strings.EqualFold(k, "Authorization") {
-				red[i] = scheme + " " + redacted
-			} else {
-				red[i] = redacted
-			}
-		}
-		out[k] = red
-	}
-	return out
-}
-
-func redactQuery(q url.Values) url.Values {
-	for k, vs := range q {
-		if sensitiveName(k) {
-			for i := range vs {
-				vs[i] = redacted
-			}
-		}
-	}
-	return q
-}
-
 func cloneValues(v url.Values) url.Values {
 	if v == nil {
 		return nil
@@ -193,33 +154,50 @@ func redactJSON(data []byte) []byte {
 	return out
 }
 
-// redactValue redacts v in place and reports whether it changed anything.
+// redactValue redacts v in place and reports whether it changed anything:
+// the values of secret-named keys, every header value, and token-shaped
+// text in any string.
 func redactValue(v any) bool {
 	changed := false
 	switch t := v.(type) {
 	case map[string]any:
 		for k, child := range t {
 			switch {
-			case strings.EqualFold(k, "password") || strings.EqualFold(k, "token"):
-				t[k] = redacted
+			case redact.IsSecretName(k):
+				t[k] = redact.Marker
 				changed = true
 			case k == "headers":
 				if m, ok := child.(map[string]any); ok {
 					for hk := range m {
-						m[hk] = redacted
+						m[hk] = redact.Marker
 					}
 					changed = changed || len(m) > 0
 					continue
 				}
 				changed = redactValue(child) || changed
 			default:
+				if str, ok := child.(string); ok {
+					if r := hideTokens(str); r != str {
+						t[k], changed = r, true
+					}
+					continue
+				}
 				changed = redactValue(child) || changed
 			}
 		}
 	case []any:
-		for _, child := range t {
+		for i, child := range t {
+			if str, ok := child.(string); ok {
+				if r := hideTokens(str); r != str {
+					t[i], changed = r, true
+				}
+				continue
+			}
 			changed = redactValue(child) || changed
 		}
 	}
 	return changed
 }
+
+// hideTokens hides token-shaped secrets in s (a nil Set knows no values).
+func hideTokens(s string) string { return (*redact.Set)(nil).String(s) }

@@ -1,6 +1,8 @@
 package cassette
 
 import (
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
+
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
@@ -49,7 +51,7 @@ func TestSecretKeys(t *testing.T) {
 		"api_key": true, "apiKey": true, "Authorization": true, "DB_CREDENTIALS": true,
 		"PATH": false, "name": false, "sessionId": false, "HOME": false,
 	} {
-		assert.Equal(t, want, isSecretKey(key), key)
+		assert.Equal(t, want, redact.IsSecretName(key), key)
 	}
 }
 

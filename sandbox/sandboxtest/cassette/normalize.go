@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
 // Placeholders that carry no number.
@@ -46,8 +48,6 @@ type normalizer struct {
 	count    map[string]int
 	kinds    []volatile
 	known    []string // keys of toPH that no pattern finds, longest first
-	jwt      *regexp.Regexp
-	userinfo *regexp.Regexp // a password in a URL
 	phRe     *regexp.Regexp
 	timeRe   *regexp.Regexp
 	timeBase int64
@@ -60,8 +60,6 @@ func newNormalizer(resMs int64, extra []volatile, secrets []string) *normalizer 
 		toPH:     map[string]string{},
 		fromPH:   map[string]string{},
 		count:    map[string]int{},
-		jwt:      regexp.MustCompile(`eyJ[A-Za-z0-9_=-]{7,}(?:\.[A-Za-z0-9_=-]*){0,2}`),
-		userinfo: regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`),
 		phRe:     regexp.MustCompile(`\{\{([a-z][a-z0-9_-]*)(?::([^{}]*))?\}\}`),
 		timeRe:   regexp.MustCompile(`^\{\{time:([+-][0-9]+)\}\}$`),
 	}
@@ -199,12 +197,9 @@ func (n *normalizer) str(s string) string {
 	for _, sec := range n.secrets {
 		segs = replaceSegs(segs, literalFinder(sec), func(string) string { return phSecret })
 	}
-	segs = replaceSegs(segs, regexpFinder(n.jwt), func(string) string { return phJWT })
-	segs = replaceSegs(segs, regexpFinder(n.userinfo), func(m string) string {
-		host := strings.Index(m, "://") + len("://")
-		user := m[:host+strings.IndexByte(m[host:], ':')]
-		return strings.ReplaceAll(user, "{{", phEscape) + ":" + phSecret + "@"
-	})
+	isJWT := func(sh redact.Shape) bool { return sh == redact.ShapeJWT }
+	segs = replaceSegs(segs, shapeFinder(isJWT), func(string) string { return phJWT })
+	segs = replaceSegs(segs, shapeFinder(func(sh redact.Shape) bool { return !isJWT(sh) }), func(string) string { return phSecret })
 	for _, v := range n.known {
 		if len(v) < minKnownLen {
 			continue // too likely to occur by chance; replaced where it stands alone
@@ -225,26 +220,34 @@ func (n *normalizer) str(s string) string {
 	return b.String()
 }
 
-// redactBytes redacts secrets and JWTs in binary data, leaving the rest.
+// redactBytes redacts secrets and token-shaped text in binary data,
+// leaving the rest.
 func (n *normalizer) redactBytes(b []byte) []byte {
-	s := string(b)
-	for _, sec := range n.secrets {
-		s = strings.ReplaceAll(s, sec, redactedText)
+	spans := redact.NewSet(n.secrets...).Find(b)
+	if len(spans) == 0 {
+		return b
 	}
-	s = n.jwt.ReplaceAllString(s, redactedText)
-	return []byte(s)
+	out := make([]byte, 0, len(b))
+	last := 0
+	for _, sp := range spans {
+		out = append(append(out, b[last:sp.Start]...), redactedText...)
+		last = sp.End
+	}
+	return append(out, b[last:]...)
 }
 
-// isSecretKey reports whether a JSON key (or environment variable name)
-// names a secret.
-func isSecretKey(key string) bool {
-	k := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(key))
-	for _, w := range []string{"token", "secret", "password", "passwd", "authorization", "apikey", "credential", "privatekey", "accesskey"} {
-		if strings.Contains(k, w) {
-			return true
+// shapeFinder finds the token-shaped secrets of the shapes keep accepts
+// (for a password in a URL, only the password).
+func shapeFinder(keep func(redact.Shape) bool) func(string) [][]int {
+	return func(s string) [][]int {
+		var locs [][]int
+		for _, sp := range (*redact.Set)(nil).Find([]byte(s)) {
+			if keep(sp.Shape) {
+				locs = append(locs, []int{sp.Start, sp.End})
+			}
 		}
+		return locs
 	}
-	return false
 }
 
 func isTimeKey(key string) bool { return len(key) > 2 && strings.HasSuffix(key, "At") }
@@ -282,7 +285,7 @@ func (n *normalizer) json(v any, key string) any {
 		return x
 	case string:
 		switch {
-		case isSecretKey(key):
+		case redact.IsSecretName(key):
 			n.addSecret(x)
 			return phSecret
 		case key == "teamId" || key == "ownerId":
@@ -344,7 +347,7 @@ func (n *normalizer) query(q map[string][]string) map[string][]string {
 			case k == "projectId" || k == "project":
 				n.learn(v, phProject)
 				vals[i] = phProject
-			case isSecretKey(k):
+			case redact.IsSecretName(k):
 				n.addSecret(v)
 				vals[i] = phSecret
 			default:

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sbx-go/vercel-sandbox/auth"
+	"github.com/sbx-go/vercel-sandbox/auth/vercelcli"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
@@ -134,7 +135,7 @@ func TestConformanceLive(t *testing.T) {
 	if os.Getenv(liveEnv) != "1" {
 		t.Skipf("set %s=1 and Vercel credentials (VERCEL_OIDC_TOKEN, or VERCEL_TOKEN with VERCEL_TEAM_ID and VERCEL_PROJECT_ID) to run the suite against the real API", liveEnv)
 	}
-	provider := auth.Default(auth.DefaultOptions{})
+	provider := vercelcli.Default(auth.DefaultOptions{})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if _, err := provider.Credentials(ctx); err != nil {

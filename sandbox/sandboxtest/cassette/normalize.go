@@ -56,12 +56,12 @@ type normalizer struct {
 
 func newNormalizer(resMs int64, extra []volatile, secrets []string) *normalizer {
 	n := &normalizer{
-		res:      max(resMs, 1),
-		toPH:     map[string]string{},
-		fromPH:   map[string]string{},
-		count:    map[string]int{},
-		phRe:     regexp.MustCompile(`\{\{([a-z][a-z0-9_-]*)(?::([^{}]*))?\}\}`),
-		timeRe:   regexp.MustCompile(`^\{\{time:([+-][0-9]+)\}\}$`),
+		res:    max(resMs, 1),
+		toPH:   map[string]string{},
+		fromPH: map[string]string{},
+		count:  map[string]int{},
+		phRe:   regexp.MustCompile(`\{\{([a-z][a-z0-9_-]*)(?::([^{}]*))?\}\}`),
+		timeRe: regexp.MustCompile(`^\{\{time:([+-][0-9]+)\}\}$`),
 	}
 	n.kinds = append(n.kinds,
 		volatile{kind: "session", re: regexp.MustCompile(`\bsbx_[A-Za-z0-9]{4,}`), prefix: "sbx_"},

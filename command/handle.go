@@ -97,8 +97,8 @@ type Handle struct {
 	info Info
 }
 
-// Attach returns a handle to the command ref names, over c; see
-// sandbox.Client.Attach. It does no I/O.
+// Attach returns a handle to the command ref names, over c. It does no
+// I/O. Only package sandbox can make a c: call (*sandbox.Client).Attach.
 func Attach(c *conn.Conn, ref Ref) (*Handle, error) {
 	if c == nil || c.Core == nil {
 		return nil, apierr.Invalid("sandbox", "no client to reach the command with")

@@ -26,7 +26,8 @@ import (
 // and a stream cut before the final line (an ErrStreamEnded, never an
 // invented exit code). Output captured so far travels with the error.
 
-// Run runs cmd attached on c; see sandbox.Sandbox.Run.
+// Run runs cmd attached on c. Only package sandbox can make a c: call
+// (*sandbox.Sandbox).Run, which documents the behaviour.
 func Run(ctx context.Context, c *conn.Conn, cmd *Cmd) (*Result, error) {
 	if err := cmd.Validate(); err != nil {
 		return nil, err
@@ -50,8 +51,8 @@ func Run(ctx context.Context, c *conn.Conn, cmd *Cmd) (*Result, error) {
 	return consumeAttached(ctx, c, resp, cmd, sid)
 }
 
-// Output runs cmd attached on c and returns its captured stdout; see
-// sandbox.Sandbox.Output.
+// Output runs cmd attached on c and returns its captured stdout. Only
+// package sandbox can make a c: call (*sandbox.Sandbox).Output.
 func Output(ctx context.Context, c *conn.Conn, cmd *Cmd) ([]byte, error) {
 	res, err := Run(ctx, c, cmd)
 	if res == nil {
@@ -61,7 +62,8 @@ func Output(ctx context.Context, c *conn.Conn, cmd *Cmd) ([]byte, error) {
 }
 
 // CombinedOutput runs cmd attached on c and returns stdout and stderr
-// interleaved; see sandbox.Sandbox.CombinedOutput.
+// interleaved. Only package sandbox can make a c: call
+// (*sandbox.Sandbox).CombinedOutput.
 func CombinedOutput(ctx context.Context, c *conn.Conn, cmd *Cmd) ([]byte, error) {
 	if err := cmd.Validate(); err != nil {
 		return nil, err
@@ -74,7 +76,8 @@ func CombinedOutput(ctx context.Context, c *conn.Conn, cmd *Cmd) ([]byte, error)
 	return both.Bytes(), err
 }
 
-// Start starts cmd detached on c; see sandbox.Sandbox.Start.
+// Start starts cmd detached on c. Only package sandbox can make a c: call
+// (*sandbox.Sandbox).Start.
 func Start(ctx context.Context, c *conn.Conn, cmd *Cmd) (*Handle, error) {
 	if err := cmd.Validate(); err != nil {
 		return nil, err

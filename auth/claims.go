@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/auth/internal/errmsg"
 )
 
 // Claims are the parts of a Vercel OIDC token the client uses.
@@ -62,7 +64,7 @@ func ParseClaims(token string) (Claims, error) {
 }
 
 func invalidToken(reason string) error {
-	return &msgError{msg: "Invalid Vercel OIDC token: " + reason, sentinel: ErrInvalidOIDCToken}
+	return &errmsg.Error{Msg: "Invalid Vercel OIDC token: " + reason, Sentinel: ErrInvalidOIDCToken}
 }
 
 // decodeSegment decodes base64url leniently, as Node's Buffer does: padding

@@ -200,14 +200,7 @@ func (d *defaultProvider) accessTokenEnv(context.Context) (Credentials, error) {
 	}
 	team := cmp.Or(d.sys.Env("VERCEL_TEAM_ID"), d.sys.Env("VERCEL_ORG_ID"))
 	project := d.sys.Env("VERCEL_PROJECT_ID")
-	var missing []string
-	if team == "" {
-		missing = append(missing, "VERCEL_TEAM_ID")
-	}
-	if project == "" {
-		missing = append(missing, "VERCEL_PROJECT_ID")
-	}
-	if len(missing) > 0 {
+	if missing := unset("VERCEL_TEAM_ID", team, "VERCEL_PROJECT_ID", project); len(missing) > 0 {
 		return Credentials{}, &MissingEnvError{Missing: missing}
 	}
 	return Credentials{Token: tok, TeamID: team, ProjectID: project, Source: SourceAccessTokenEnv}, nil

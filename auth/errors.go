@@ -107,29 +107,3 @@ func (e *OIDCContextError) Is(target error) bool {
 	}
 	return target == ErrLocalOIDCContext
 }
-
-// msgError is an error with a fixed message, optionally wrapping a cause and
-// a sentinel. It lets messages keep the capitalisation of the TypeScript SDK.
-type msgError struct {
-	msg      string
-	sentinel error
-	cause    error
-}
-
-func (e *msgError) Error() string {
-	if e.cause != nil {
-		return e.msg + ": " + e.cause.Error()
-	}
-	return e.msg
-}
-
-func (e *msgError) Unwrap() []error {
-	var errs []error
-	if e.sentinel != nil {
-		errs = append(errs, e.sentinel)
-	}
-	if e.cause != nil {
-		errs = append(errs, e.cause)
-	}
-	return errs
-}

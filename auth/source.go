@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sbx-go/vercel-sandbox/auth/internal/errmsg"
 	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
@@ -102,11 +103,11 @@ func envFileSource(sys host.System) RawSource {
 func readTokenFile(fsys host.FS, path string) (string, bool, error) {
 	data, err := fsys.ReadFile(path)
 	if err != nil {
-		return "", false, &msgError{msg: "cannot read the Vercel OIDC token file", cause: err}
+		return "", false, &errmsg.Error{Msg: "cannot read the Vercel OIDC token file", Cause: err}
 	}
 	tok := strings.TrimSpace(string(data))
 	if tok == "" {
-		return "", false, &msgError{msg: "The Vercel OIDC token file is empty: " + path}
+		return "", false, &errmsg.Error{Msg: "The Vercel OIDC token file is empty: " + path}
 	}
 	return tok, true, nil
 }

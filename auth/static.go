@@ -35,18 +35,20 @@ func (s staticProvider) String() string {
 func (s staticProvider) GoString() string { return s.String() }
 
 func staticCredentials(token, teamID, projectID string) (Credentials, error) {
-	var missing []string
-	if token == "" {
-		missing = append(missing, "token")
-	}
-	if teamID == "" {
-		missing = append(missing, "teamId")
-	}
-	if projectID == "" {
-		missing = append(missing, "projectId")
-	}
-	if len(missing) > 0 {
+	if missing := unset("token", token, "teamId", teamID, "projectId", projectID); len(missing) > 0 {
 		return Credentials{}, &MissingParamsError{Missing: missing}
 	}
 	return Credentials{Token: token, TeamID: teamID, ProjectID: projectID, Source: SourceExplicit}, nil
+}
+
+// unset returns the names, in order, of the name-value pairs whose value
+// is empty.
+func unset(pairs ...string) []string {
+	var names []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" {
+			names = append(names, pairs[i])
+		}
+	}
+	return names
 }

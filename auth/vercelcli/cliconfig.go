@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/auth/internal/errmsg"
 	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
@@ -147,10 +148,10 @@ func readCLIAuth(sys host.System, dir string) (cliAuth, string, error) {
 		return a, p, nil
 	}
 	if err != nil {
-		return a, p, &cliError{msg: "cannot read the Vercel CLI login", cause: err}
+		return a, p, &errmsg.Error{Msg: "cannot read the Vercel CLI login", Cause: err}
 	}
 	if err := json.Unmarshal(data, &a); err != nil {
-		return cliAuth{}, p, &cliError{msg: "cannot parse the Vercel CLI login " + p}
+		return cliAuth{}, p, &errmsg.Error{Msg: "cannot parse the Vercel CLI login " + p}
 	}
 	return a, p, nil
 }
@@ -159,7 +160,7 @@ func readCLIAuth(sys host.System, dir string) (cliAuth, string, error) {
 // least buffer more. It never refreshes or rewrites the file.
 func cliToken(a cliAuth, p string, now time.Time, buffer time.Duration) (string, error) {
 	if a.Token == "" {
-		return "", &cliError{msg: "no Vercel CLI login in " + p + "; run `vercel login`", sentinel: ErrCLILoginRequired}
+		return "", &errmsg.Error{Msg: "no Vercel CLI login in " + p + "; run `vercel login`", Sentinel: ErrCLILoginRequired}
 	}
 	if a.ExpiresAt != nil {
 		exp := time.Unix(int64(*a.ExpiresAt), 0)
@@ -168,7 +169,7 @@ func cliToken(a cliAuth, p string, now time.Time, buffer time.Duration) (string,
 			if a.RefreshToken != "" {
 				hint += " or any vercel command (such as `vercel whoami`) to renew it"
 			}
-			return "", &cliError{msg: hint, sentinel: ErrCLILoginRequired}
+			return "", &errmsg.Error{Msg: hint, Sentinel: ErrCLILoginRequired}
 		}
 	}
 	return a.Token, nil

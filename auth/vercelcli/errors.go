@@ -16,29 +16,3 @@ var (
 	// pass to the vercel command line tool.
 	ErrInvalidID = errors.New("invalid project or team ID")
 )
-
-// cliError is an error with a fixed message, optionally wrapping a cause and
-// a sentinel. It lets messages keep the capitalisation of the TypeScript SDK.
-type cliError struct {
-	msg      string
-	sentinel error
-	cause    error
-}
-
-func (e *cliError) Error() string {
-	if e.cause != nil {
-		return e.msg + ": " + e.cause.Error()
-	}
-	return e.msg
-}
-
-func (e *cliError) Unwrap() []error {
-	var errs []error
-	if e.sentinel != nil {
-		errs = append(errs, e.sentinel)
-	}
-	if e.cause != nil {
-		errs = append(errs, e.cause)
-	}
-	return errs
-}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/sbx-go/vercel-sandbox/auth/internal/errmsg"
 	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
@@ -22,7 +23,7 @@ type projectLink struct {
 func findProjectRoot(sys host.System) (string, error) {
 	dir, err := sys.Wd()
 	if err != nil {
-		return "", &cliError{msg: "cannot find the linked project", sentinel: ErrProjectNotLinked, cause: err}
+		return "", &errmsg.Error{Msg: "cannot find the linked project", Sentinel: ErrProjectNotLinked, Cause: err}
 	}
 	for {
 		parent := filepath.Dir(dir)
@@ -34,9 +35,9 @@ func findProjectRoot(sys host.System) (string, error) {
 		}
 		dir = parent
 	}
-	return "", &cliError{
-		msg:      "Unable to find project root directory. Have you linked your project with `vc link?`",
-		sentinel: ErrProjectNotLinked,
+	return "", &errmsg.Error{
+		Msg:      "Unable to find project root directory. Have you linked your project with `vc link?`",
+		Sentinel: ErrProjectNotLinked,
 	}
 }
 
@@ -48,24 +49,24 @@ func readProjectLink(sys host.System) (projectLink, error) {
 	}
 	data, err := sys.Files().ReadFile(filepath.Join(root, ".vercel", "project.json"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return projectLink{}, &cliError{
-			msg:      "project.json not found, have you linked your project with `vc link?`",
-			sentinel: ErrProjectNotLinked,
+		return projectLink{}, &errmsg.Error{
+			Msg:      "project.json not found, have you linked your project with `vc link?`",
+			Sentinel: ErrProjectNotLinked,
 		}
 	}
 	if err != nil {
-		return projectLink{}, &cliError{msg: "cannot read .vercel/project.json", sentinel: ErrProjectNotLinked, cause: err}
+		return projectLink{}, &errmsg.Error{Msg: "cannot read .vercel/project.json", Sentinel: ErrProjectNotLinked, Cause: err}
 	}
 	var raw map[string]any
 	if json.Unmarshal(data, &raw) != nil {
-		return projectLink{}, &cliError{msg: "cannot parse .vercel/project.json; try running `vc link` to re-link your project", sentinel: ErrProjectNotLinked}
+		return projectLink{}, &errmsg.Error{Msg: "cannot parse .vercel/project.json; try running `vc link` to re-link your project", Sentinel: ErrProjectNotLinked}
 	}
 	p, pok := raw["projectId"].(string)
 	o, ook := raw["orgId"].(string)
 	if !pok && !ook {
-		return projectLink{}, &cliError{
-			msg:      "Expected a string-valued projectId property. Try running `vc link` to re-link your project.",
-			sentinel: ErrProjectNotLinked,
+		return projectLink{}, &errmsg.Error{
+			Msg:      "Expected a string-valued projectId property. Try running `vc link` to re-link your project.",
+			Sentinel: ErrProjectNotLinked,
 		}
 	}
 	return projectLink{ProjectID: p, OrgID: o}, nil
@@ -86,9 +87,9 @@ func resolveTarget(sys host.System, explicitProject, explicitTeam, project, team
 		team = cmp.Or(team, link.OrgID)
 	}
 	if project == "" {
-		return "", "", &cliError{
-			msg:      "Failed to refresh OIDC token: No project specified. Try re-linking your project with `vc link`",
-			sentinel: ErrProjectNotLinked,
+		return "", "", &errmsg.Error{
+			Msg:      "Failed to refresh OIDC token: No project specified. Try re-linking your project with `vc link`",
+			Sentinel: ErrProjectNotLinked,
 		}
 	}
 	return project, team, nil

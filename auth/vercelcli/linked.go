@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/auth"
+	"github.com/sbx-go/vercel-sandbox/auth/internal/errmsg"
 	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
@@ -207,7 +208,7 @@ func (r *LinkedProjectRefresher) obtain(ctx context.Context, project, team strin
 	sys := r.sys
 	dir := cliConfigDir(sys)
 	if dir == "" {
-		return "", &cliError{msg: "cannot locate the Vercel CLI configuration directory", sentinel: ErrCLILoginRequired}
+		return "", &errmsg.Error{Msg: "cannot locate the Vercel CLI configuration directory", Sentinel: ErrCLILoginRequired}
 	}
 	storage := credStorage(sys, dir)
 	if sys.Env("__VERCEL_FF_DPOP") == "1" || storage == "keyring" {
@@ -240,7 +241,7 @@ func (r *LinkedProjectRefresher) mint(ctx context.Context, project, team, userTo
 	u := base + "/v1/projects/" + url.PathEscape(project) + "/token?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
-		return "", &cliError{msg: "Failed to refresh OIDC token", cause: err}
+		return "", &errmsg.Error{Msg: "Failed to refresh OIDC token", Cause: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+userToken)
 	req.Header.Set("Accept", "application/json")
@@ -250,12 +251,12 @@ func (r *LinkedProjectRefresher) mint(ctx context.Context, project, team, userTo
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return "", &cliError{msg: "Failed to refresh OIDC token", cause: err}
+		return "", &errmsg.Error{Msg: "Failed to refresh OIDC token", Cause: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return "", &cliError{msg: "Failed to refresh OIDC token", cause: err}
+		return "", &errmsg.Error{Msg: "Failed to refresh OIDC token", Cause: err}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return "", mintStatusError(resp, body)
@@ -289,5 +290,5 @@ func mintStatusError(resp *http.Response, body []byte) error {
 	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
 		msg += ": " + e.Error.Message
 	}
-	return &cliError{msg: msg}
+	return &errmsg.Error{Msg: msg}
 }

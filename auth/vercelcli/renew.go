@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/auth/internal/errmsg"
 )
 
 // DefaultIssuerURL is where the OAuth discovery document of Vercel is
@@ -24,7 +26,7 @@ const cliClientID = "cl_HYyOPBNtFMfHhaUn9L4QPfTZz6TP47bp"
 // saves both into auth.json. On any failure auth.json is left as it was.
 func (r *LinkedProjectRefresher) renewCLILogin(ctx context.Context, a cliAuth, path string, now time.Time) (string, error) {
 	fail := func(err error) (string, error) {
-		return "", &cliError{msg: "Failed to refresh authentication token", sentinel: ErrCLILoginRequired, cause: err}
+		return "", &errmsg.Error{Msg: "Failed to refresh authentication token", Sentinel: ErrCLILoginRequired, Cause: err}
 	}
 	endpoint, err := r.tokenEndpoint(ctx)
 	if err != nil {

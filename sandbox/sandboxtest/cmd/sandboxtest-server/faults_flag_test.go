@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/internal/cli"
 )
 
 // Faults given with --fault apply from the start; the control endpoint
@@ -85,6 +87,6 @@ func TestRunWithFaults(t *testing.T) {
 func TestRunRejectsBadFault(t *testing.T) {
 	var stderr strings.Builder
 	err := run(t.Context(), []string{"--fault", "GET /x status=abc"}, io.Discard, &stderr)
-	require.ErrorIs(t, err, errUsage)
+	require.ErrorIs(t, err, cli.ErrUsage)
 	assert.Contains(t, stderr.String(), "not a whole number")
 }

@@ -37,31 +37,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/fault"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/isolated"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		stop()
-		if errors.Is(err, errUsage) {
-			os.Exit(2) // the flag package has explained
-		}
-		fmt.Fprintln(os.Stderr, "sandboxtest-server:", err)
-		os.Exit(1)
-	}
-}
-
-// errUsage reports bad command-line arguments.
-var errUsage = errors.New("usage error")
+func main() { cli.Main("sandboxtest-server", run) }
 
 // run serves until ctx ends, then stops every process it started.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -78,12 +62,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return errUsage
+		return cli.ErrUsage
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "unexpected argument %q\n", fl.Arg(0))
 		fl.Usage()
-		return errUsage
+		return cli.ErrUsage
 	}
 
 	level := slog.LevelWarn
@@ -92,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	exec, mode, err := chooseExecutor(*execMode)
 	if err != nil {
-		if errors.Is(err, errUsage) {
+		if errors.Is(err, cli.ErrUsage) {
 			fmt.Fprintln(stderr, err)
 			fl.Usage()
 		}
@@ -153,5 +137,5 @@ func chooseExecutor(flagValue string) (local.Executor, string, error) {
 		exec, mode := isolated.Best()
 		return exec, mode, nil
 	}
-	return nil, "", fmt.Errorf("%w: --executor must be auto, isolated or host, not %q", errUsage, flagValue)
+	return nil, "", fmt.Errorf("%w: --executor must be auto, isolated or host, not %q", cli.ErrUsage, flagValue)
 }

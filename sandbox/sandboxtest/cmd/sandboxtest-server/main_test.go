@@ -15,10 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/sandbox/local/isolated"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/isolated"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/internal/cli"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -132,5 +134,5 @@ func TestRunExecutorFlag(t *testing.T) {
 		})
 	}
 	err := run(context.Background(), []string{"--executor", "vm"}, io.Discard, io.Discard)
-	assert.ErrorIs(t, err, errUsage)
+	assert.ErrorIs(t, err, cli.ErrUsage)
 }

@@ -19,36 +19,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/cassette"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		stop()
-		if errors.Is(err, errUsage) {
-			os.Exit(2)
-		}
-		fmt.Fprintln(os.Stderr, "cassette-replay:", err)
-		os.Exit(1)
-	}
-}
-
-// errUsage reports bad command-line arguments.
-var errUsage = errors.New("usage error")
+func main() { cli.Main("cassette-replay", run) }
 
 // run serves the cassette until ctx ends.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -57,11 +40,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	listen := fl.String("listen", "127.0.0.1:0", "address to listen on")
 	timing := fl.Float64("timing", 0, "pace of stream frames: 0 at once, 1 as recorded")
 	if err := fl.Parse(args); err != nil {
-		return errUsage
+		return cli.ErrUsage
 	}
 	if fl.NArg() != 1 {
 		fmt.Fprintln(stderr, "usage: cassette-replay [--listen ADDR] [--timing SCALE] FILE")
-		return errUsage
+		return cli.ErrUsage
 	}
 	c, err := cassette.Open(fl.Arg(0), cassette.Replay, cassette.WithTiming(*timing))
 	if err != nil {

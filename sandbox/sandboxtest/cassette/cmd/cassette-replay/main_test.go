@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/internal/cli"
 )
 
 func TestMain(m *testing.M) {
@@ -87,7 +89,7 @@ func TestServesCassette(t *testing.T) {
 func TestUsage(t *testing.T) {
 	var stderr bytes.Buffer
 	err := run(context.Background(), nil, io.Discard, &stderr)
-	require.ErrorIs(t, err, errUsage)
+	require.ErrorIs(t, err, cli.ErrUsage)
 	assert.Contains(t, stderr.String(), "usage: cassette-replay")
 	err = run(context.Background(), []string{filepath.Join(t.TempDir(), "missing")}, io.Discard, io.Discard)
 	require.ErrorIs(t, err, os.ErrNotExist)

@@ -3,11 +3,14 @@ module github.com/sbx-go/vercel-sandbox
 go 1.25.0
 
 require (
+	github.com/coder/websocket v1.8.14
+	github.com/creack/pty v1.1.24
 	github.com/google/go-cmp v0.7.0
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.20.0
+	golang.org/x/sys v0.47.0
 )
 
 require (

@@ -66,7 +66,10 @@
 //   - Real timing: sessions boot and stop at once (WithStopDelay adds a
 //     delay), and snapshots are directory copies. Session timeouts and
 //     per-command timeouts are enforced.
-//   - Interactive sessions: POST …/interactive answers 400 bad_request.
+//   - Interactive sessions run on a real terminal only with an executor
+//     that implements TTYExecutor (hostexec); otherwise POST …/interactive
+//     answers 400. Tickets are single-use and the WebSocket is served by
+//     this server, under /local/pty/.
 //   - Network policies are validated, stored and reported; only the
 //     isolated executor acts on them, and only as loopback-only versus
 //     allow-all (domain and subnet rules are not emulated). Exposed ports

@@ -48,6 +48,7 @@ type Server struct {
 	mux        *http.ServeMux // the route table
 	routed     http.Handler   // mux behind the middleware
 	mounts     []mountedHandler
+	tty        ttyTickets // tickets of interactive sessions
 
 	mu        sync.Mutex
 	closed    bool
@@ -276,6 +277,9 @@ func (s *Server) nextSeq() int64 {
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inflight.enter()
 	defer s.inflight.leave()
+	if s.servePTY(w, r) { // a terminal's WebSocket, opened by its ticket
+		return
+	}
 	for _, m := range s.mounts {
 		if r.URL.Path == m.prefix || strings.HasPrefix(r.URL.Path, m.prefix+"/") {
 			if aerr := s.authorizeToken(r); aerr != nil {

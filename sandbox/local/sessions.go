@@ -450,16 +450,6 @@ func (s *Server) handleNetworkPolicy(w http.ResponseWriter, r *http.Request) *ap
 	return nil
 }
 
-// handleInteractive serves POST /v2/sandboxes/sessions/{sid}/interactive,
-// which the server does not emulate.
-func (s *Server) handleInteractive(_ http.ResponseWriter, r *http.Request) *apiError {
-	sid := r.PathValue("sid")
-	if _, aerr := s.lookupSession(sid, true); aerr != nil {
-		return aerr
-	}
-	return badRequest("interactive sessions are not emulated")
-}
-
 // Stop stops a session as the stop endpoint does (taking an automatic
 // snapshot when the sandbox is persistent), so that later session calls
 // answer 410. Stopping a stopped session does nothing.

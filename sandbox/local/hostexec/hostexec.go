@@ -122,33 +122,47 @@ func New(opts ...Option) *Executor {
 // already done, no working directory, an unsupported system, or a failure
 // of the host (pipes, process limits).
 func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, error) {
+	s, exited, err := e.prepare(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if exited != nil {
+		return exited, nil
+	}
+	return startLocal(ctx, s)
+}
+
+// prepare checks cmd and works out how to start it. A command that a shell
+// would refuse (not found, not executable, sudo refused) comes back as an
+// exited process.
+func (e *Executor) prepare(ctx context.Context, cmd *local.Cmd) (localStart, *procio.Exited, error) {
 	if !localSupported {
-		return nil, errLocalUnsupported
+		return localStart{}, nil, errLocalUnsupported
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("hostexec: session ended before the command started: %w", err)
+		return localStart{}, nil, fmt.Errorf("hostexec: session ended before the command started: %w", err)
 	}
 	dir := cmd.HostCwd
 	if dir == "" {
 		dir = cmd.Dir
 	}
 	if dir == "" {
-		return nil, errors.New("hostexec: Executor needs Cmd.HostCwd or Cmd.Dir")
+		return localStart{}, nil, errors.New("hostexec: Executor needs Cmd.HostCwd or Cmd.Dir")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("hostexec: working directory: %w", err)
+		return localStart{}, nil, fmt.Errorf("hostexec: working directory: %w", err)
 	}
 	stdout, stderr := procio.Writers(cmd.Stdout, cmd.Stderr)
 	if cmd.Sudo && e.refuseSudo {
-		return &procio.Exited{Code: 1, Stderr: stderr,
+		return localStart{}, &procio.Exited{Code: 1, Stderr: stderr,
 			Msg: "sudo: not supported by hostexec.Executor (it cannot become root)\n"}, nil
 	}
 	env := e.environ(cmd, dir)
 	path, code, msg := shellexec.LookPath(cmd.Name, env["PATH"], dir)
 	if code != 0 {
-		return &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
+		return localStart{}, &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
 	}
-	return startLocal(ctx, localStart{
+	return localStart{
 		path:      path,
 		name:      cmd.Name,
 		args:      cmd.Args,
@@ -157,7 +171,7 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 		stdout:    stdout,
 		stderr:    stderr,
 		waitDelay: e.waitDelay,
-	})
+	}, nil, nil
 }
 
 // localStart is what the platform code needs to start a process.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -53,26 +54,10 @@ func startLocal(ctx context.Context, s localStart) (local.Process, error) {
 		outW.Close()
 		return nil, fmt.Errorf("hostexec: stderr pipe: %w", err)
 	}
-	var c *exec.Cmd
-	for attempt := 0; ; attempt++ {
-		c = &exec.Cmd{
-			Path:        s.path,
-			Args:        append([]string{s.name}, s.args...),
-			Dir:         s.dir,
-			Env:         s.env,
-			Stdout:      outW,
-			Stderr:      errW,
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		}
-		err = c.Start()
-		// A file just written (a script uploaded to the sandbox) may still
-		// be open for writing in a process that another goroutine is
-		// forking at this moment; that lasts only until that process execs.
-		if !errors.Is(err, syscall.ETXTBSY) || attempt == localBusyRetries || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
-	}
+	c, err := startCmd(ctx, s, func(c *exec.Cmd) {
+		c.Stdout, c.Stderr = outW, errW
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	})
 	// The child has its own copies of the write ends; ours must go so that
 	// the readers see EOF when the child's are closed.
 	outW.Close()
@@ -80,11 +65,46 @@ func startLocal(ctx context.Context, s localStart) (local.Process, error) {
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		if code, msg, ok := shellexec.StartFailure(s.name, err); ok {
-			return &procio.Exited{Code: code, Msg: msg, Stderr: s.stderr}, nil
-		}
-		return nil, fmt.Errorf("hostexec: start %s: %w", s.name, err)
+		return startFailure(s, err)
 	}
+	return watch(ctx, c, s.waitDelay, outR, errR, s.stdout, s.stderr), nil
+}
+
+// startCmd starts the command of s, with what set adds, retrying an
+// executable that is momentarily busy.
+func startCmd(ctx context.Context, s localStart, set func(*exec.Cmd)) (*exec.Cmd, error) {
+	for attempt := 0; ; attempt++ {
+		c := &exec.Cmd{
+			Path: s.path,
+			Args: append([]string{s.name}, s.args...),
+			Dir:  s.dir,
+			Env:  s.env,
+		}
+		set(c)
+		err := c.Start()
+		// A file just written (a script uploaded to the sandbox) may still
+		// be open for writing in a process that another goroutine is
+		// forking at this moment; that lasts only until that process execs.
+		if !errors.Is(err, syscall.ETXTBSY) || attempt == localBusyRetries || ctx.Err() != nil {
+			return c, err
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+}
+
+// startFailure reports a command that did not start: as a shell would
+// when it can say why, else as an error.
+func startFailure(s localStart, err error) (local.Process, error) {
+	if code, msg, ok := shellexec.StartFailure(s.name, err); ok {
+		return &procio.Exited{Code: code, Msg: msg, Stderr: s.stderr}, nil
+	}
+	return nil, fmt.Errorf("hostexec: start %s: %w", s.name, err)
+}
+
+// watch pumps the output of the started process group c to stdout and
+// stderr and kills the group when ctx ends. outR and errR may be the same
+// file (a terminal).
+func watch(ctx context.Context, c *exec.Cmd, waitDelay time.Duration, outR, errR *os.File, stdout, stderr io.Writer) *localProcess {
 	p := &localProcess{
 		cmd:       c,
 		pgid:      c.Process.Pid,
@@ -92,16 +112,20 @@ func startLocal(ctx context.Context, s localStart) (local.Process, error) {
 		errR:      errR,
 		outDone:   make(chan struct{}),
 		errDone:   make(chan struct{}),
-		waitDelay: s.waitDelay,
+		waitDelay: waitDelay,
 		afterDone: make(chan struct{}),
 	}
-	go procio.Pump(outR, s.stdout, p.outDone)
-	go procio.Pump(errR, s.stderr, p.errDone)
+	go procio.Pump(outR, stdout, p.outDone)
+	if errR == outR {
+		p.errDone = p.outDone
+	} else {
+		go procio.Pump(errR, stderr, p.errDone)
+	}
 	p.stopAfter = context.AfterFunc(ctx, func() {
 		defer close(p.afterDone)
 		_ = p.Signal(int(syscall.SIGKILL))
 	})
-	return p, nil
+	return p
 }
 
 // Signal implements Process: it sends sig to the whole process group.

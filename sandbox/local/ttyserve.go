@@ -1,0 +1,198 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/coder/websocket"
+
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
+)
+
+// maxPTYFrame bounds a frame a terminal client sends: input, resize or
+// start.
+const maxPTYFrame = 64 << 10
+
+// servePTY serves the WebSocket of an interactive session if r is for
+// one, and reports whether it was.
+//
+// The connection runs in two halves. This goroutine reads the client's
+// frames (input and resizes) until the connection ends; a second one waits
+// for the command, and once its output is drained sends the exit frame and
+// closes the connection. Whichever ends first ends the other: a client that
+// goes away kills the command, and the session's end kills both.
+func (s *Server) servePTY(w http.ResponseWriter, r *http.Request) bool {
+	sid, ok := strings.CutPrefix(r.URL.Path, ptyPath)
+	if !ok {
+		return false
+	}
+	if !s.tty.redeem(r.URL.Query().Get("token"), sid, s.now()) {
+		writeError(w, errorf(http.StatusForbidden, codeForbidden, "The interactive session token is invalid, used or expired"))
+		return true
+	}
+	sess, aerr := s.lookupSession(sid, true)
+	if aerr != nil {
+		writeError(w, aerr)
+		return true
+	}
+	tx, ok := s.exec.(TTYExecutor)
+	if !ok {
+		writeError(w, badRequest("interactive sessions need an executor that runs terminals, such as hostexec"))
+		return true
+	}
+	done, aerr := s.beginFileOp(sess)
+	if aerr != nil {
+		writeError(w, aerr)
+		return true
+	}
+	defer done()
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		return true // Accept has answered
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(maxPTYFrame)
+	ctx := sess.ctx
+	start, err := readStart(ctx, conn)
+	if err != nil {
+		_ = conn.Close(websocket.StatusPolicyViolation, err.Error())
+		return true
+	}
+	cmd, rows, cols, err := s.ttyCmd(sess, start, &wsOutput{ctx: ctx, conn: conn})
+	if err != nil {
+		_ = conn.Close(websocket.StatusPolicyViolation, err.Error())
+		return true
+	}
+	var proc TTYProcess
+	var code int
+	if proc, err = tx.StartTTY(ctx, cmd, rows, cols); err != nil {
+		_, _ = cmd.Stdout.Write([]byte("local: cannot start " + cmd.Name + ": " + err.Error() + "\r\n"))
+		code = exitNotStarted
+	}
+	waited := make(chan struct{})
+	go func() {
+		defer close(waited)
+		if proc != nil {
+			var err error
+			if code, err = proc.Wait(); err != nil {
+				s.log.Warn("local: executor wait failed", "session", sid, "err", err)
+			}
+		}
+		exit, _ := json.Marshal(wire.PTYExitFrame{Type: wire.PTYExit, Code: &code})
+		if conn.Write(ctx, websocket.MessageText, exit) == nil {
+			_ = conn.Close(websocket.StatusNormalClosure, "")
+		}
+		_ = conn.CloseNow()
+	}()
+	if proc != nil {
+		feedTTY(ctx, conn, proc)
+		_ = proc.Signal(signalKill) // the client went away: so does the command
+	}
+	<-waited
+	return true
+}
+
+// readStart reads the start frame.
+func readStart(ctx context.Context, conn *websocket.Conn) (wire.PTYStartFrame, error) {
+	var start wire.PTYStartFrame
+	typ, data, err := conn.Read(ctx)
+	if err != nil {
+		return start, err
+	}
+	if typ != websocket.MessageText || json.Unmarshal(data, &start) != nil || start.Type != wire.PTYStart {
+		return start, errors.New("the first frame must be a start frame")
+	}
+	if start.Command == "" {
+		return start, errors.New("command must not be empty")
+	}
+	return start, nil
+}
+
+// ttyCmd builds the command of a start frame, as startCommand does for
+// the command endpoint.
+func (s *Server) ttyCmd(sess *sessionRec, start wire.PTYStartFrame, out io.Writer) (*Cmd, int, int, error) {
+	cwd := sess.cwd
+	if start.Cwd != "" {
+		cwd = s.resolvePath(sess.cwd, start.Cwd)
+	}
+	hostCwd, err := s.hostPath(sess.sb, cwd)
+	if err != nil {
+		return nil, 0, 0, errors.New("invalid cwd")
+	}
+	env := map[string]string{}
+	for _, kv := range start.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			env[k] = v
+		}
+	}
+	cmd := &Cmd{
+		SandboxName: sess.sb.name,
+		SessionID:   sess.id,
+		CommandID:   s.ids.commandID(),
+		Name:        start.Command,
+		Args:        append([]string(nil), start.Args...),
+		Cwd:         cwd,
+		Dir:         sess.sb.dir,
+		HostCwd:     hostCwd,
+		Stdout:      out,
+		Stderr:      out,
+	}
+	s.mu.Lock()
+	cmd.Env = mergeEnv(sess.sb.env, env)
+	if sess.sb.policySet && sess.policy != nil {
+		cmd.NetworkPolicy = sess.policy.Mode
+	}
+	s.mu.Unlock()
+	return cmd, ttySize(start.Rows, 24), ttySize(start.Cols, 80), nil
+}
+
+// ttySize is n when it is a terminal dimension, else def.
+func ttySize(n, def int) int {
+	if n <= 0 || n > 1<<16-1 {
+		return def
+	}
+	return n
+}
+
+// feedTTY copies the client's input to the terminal and applies its
+// resizes until the connection ends.
+func feedTTY(ctx context.Context, conn *websocket.Conn, proc TTYProcess) {
+	for {
+		typ, r, err := conn.Reader(ctx)
+		if err != nil {
+			return
+		}
+		if typ == websocket.MessageBinary {
+			if _, err := io.Copy(proc, r); err != nil {
+				return
+			}
+			continue
+		}
+		data, err := io.ReadAll(r) // bounded by the read limit
+		if err != nil {
+			return
+		}
+		var resize wire.PTYResizeFrame
+		if json.Unmarshal(data, &resize) == nil && resize.Type == wire.PTYResize &&
+			resize.Rows > 0 && resize.Cols > 0 && resize.Rows < 1<<16 && resize.Cols < 1<<16 {
+			_ = proc.Resize(resize.Rows, resize.Cols)
+		}
+	}
+}
+
+// wsOutput sends each write as one binary frame.
+type wsOutput struct {
+	ctx  context.Context
+	conn *websocket.Conn
+}
+
+func (o *wsOutput) Write(p []byte) (int, error) {
+	if err := o.conn.Write(o.ctx, websocket.MessageBinary, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

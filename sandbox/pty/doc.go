@@ -1,0 +1,36 @@
+// Package pty runs a command on a terminal in a sandbox: an interactive
+// shell, an editor, a REPL. It is the terminal client that the official
+// TypeScript SDK leaves to its CLI (sandbox connect).
+//
+// Start asks the sandbox for an interactive session (Sandbox.OpenInteractive),
+// connects to its WebSocket and starts the command on a new pseudo-terminal
+// of the given size. The terminal's output streams to Cmd.Stdout as it
+// arrives and Cmd.Stdin (or Session.Write) is the keyboard; Resize reports a
+// new window size, and Wait returns the command's exit code. Cancelling the
+// context given to Start closes the session. Dial does the same with a
+// ticket obtained elsewhere.
+//
+// # The protocol
+//
+// The client opens the ticket's URL with the token as its token query
+// parameter, sends one text frame
+// {"type":"start","command":…,"args":[…],"env":["K=V",…],"cwd":…,"cols":n,"rows":n},
+// then its input as binary frames and {"type":"resize","cols":n,"rows":n}
+// text frames. The server sends the terminal's output as binary frames and
+// ends with the text frame {"type":"exit","code":n}; a text frame that is
+// not a control message is output too. Pings are answered by the WebSocket
+// layer; the protocol has no heartbeat of its own.
+//
+// # Errors
+//
+// A connection that ends before the exit frame gives a *DisconnectError,
+// which matches ErrStreamEnded: no exit code is invented. A handshake the
+// server refuses gives a *DialError with its status. The ticket's token
+// never appears in an error.
+//
+// # Raw mode
+//
+// The package does not touch the local terminal. A program that wires its
+// own terminal puts it in raw mode (golang.org/x/term) and restores it on
+// every exit path; examples/shell shows how.
+package pty

@@ -1,0 +1,57 @@
+//go:build unix
+
+package pty_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"strings"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
+	"github.com/sbx-go/vercel-sandbox/sandbox/pty"
+)
+
+// A command on a terminal: it sees a TTY of the size asked for, and its
+// exit code comes back. A program would set Stdin and Stdout to its own
+// terminal in raw mode (see examples/shell).
+func ExampleStart() {
+	// A local backend whose commands run as host processes on real
+	// terminals; with Vercel credentials, use sandbox.NewClient instead.
+	srv, err := local.New(local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.Start(ln); err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	sb, err := srv.Client().Create(ctx, sandbox.CreateParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	var screen strings.Builder
+	s, err := pty.Start(ctx, sb, &pty.Cmd{
+		Name:   "sh",
+		Args:   []string{"-c", "stty size; exit 3"},
+		Rows:   40,
+		Cols:   120,
+		Stdout: &screen,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	code, err := s.Wait()
+	fmt.Printf("%q exit %d %v\n", screen.String(), code, err)
+	// Output:
+	// "40 120\r\n" exit 3 <nil>
+}

@@ -16,7 +16,9 @@ import (
 // groups (background jobs) lose the terminal once Wait returns, WaitDelay at
 // most after the group was killed.
 func (e *Executor) StartTTY(ctx context.Context, cmd *local.Cmd, rows, cols int) (local.TTYProcess, error) {
-	s, exited, err := e.prepare(ctx, cmd)
+	one := *cmd
+	one.Stderr = cmd.Stdout // a terminal has one stream, messages included
+	s, exited, err := e.prepare(ctx, &one)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
 // Package procio is the plumbing that the local executors share around a
 // host process: one pump per output pipe, writers that stdout and stderr
 // may share, a bounded wait for pipes that a stray process keeps open, the
-// environment as a list, and a command that failed before it started.
+// environment as a list, a command that failed before it started, and
+// pseudo-terminals whose master side the runtime poller manages.
 package procio
 
 import (

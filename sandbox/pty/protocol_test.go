@@ -193,3 +193,30 @@ func TestDialRefusals(t *testing.T) {
 	_, err = pty.Dial(t.Context(), ticket, nil)
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 }
+
+func TestLargeInputGoesInBoundedFrames(t *testing.T) {
+	t.Parallel()
+	const size = 100 << 10
+	largest := make(chan int, 1)
+	ticket := fakeTerminal(t, func(ctx context.Context, c *websocket.Conn, _ map[string]any) {
+		most := 0
+		for got := 0; got < size; {
+			_, data, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			got += len(data)
+			most = max(most, len(data))
+		}
+		largest <- most
+		sendText(ctx, c, `{"type":"exit","code":0}`)
+	})
+	s, err := pty.Dial(t.Context(), ticket, &pty.Cmd{})
+	require.NoError(t, err)
+	n, err := s.Write(make([]byte, size)) // a large paste
+	require.NoError(t, err)
+	assert.Equal(t, size, n)
+	assert.LessOrEqual(t, <-largest, 32<<10, "servers bound their frames")
+	_, err = s.Wait()
+	require.NoError(t, err)
+}

@@ -223,12 +223,19 @@ func (c *Cmd) startFrame() wire.PTYStartFrame {
 		Cwd: c.Cwd, Cols: cols, Rows: rows}
 }
 
-// Write sends p to the terminal as typed input.
+// Write sends p to the terminal as typed input, in frames of at most
+// 32 KiB.
 func (s *Session) Write(p []byte) (int, error) {
-	if err := s.send(websocket.MessageBinary, p); err != nil {
-		return 0, err
+	n := 0
+	for len(p) > 0 {
+		chunk := p[:min(len(p), copyBuf)]
+		if err := s.send(websocket.MessageBinary, chunk); err != nil {
+			return n, err
+		}
+		n += len(chunk)
+		p = p[len(chunk):]
 	}
-	return len(p), nil
+	return n, nil
 }
 
 // Resize tells the terminal that its window is now rows by cols; the
@@ -298,7 +305,7 @@ func (s *Session) copyIn() {
 	buf := make([]byte, copyBuf)
 	for {
 		n, err := s.stdin.Read(buf)
-		if n > 0 && s.send(websocket.MessageBinary, buf[:n]) != nil {
+		if _, werr := s.Write(buf[:n]); werr != nil {
 			return
 		}
 		if err != nil {

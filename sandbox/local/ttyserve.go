@@ -190,6 +190,7 @@ type wsOutput struct {
 	conn *websocket.Conn
 }
 
+// Write sends p as one binary frame.
 func (o *wsOutput) Write(p []byte) (int, error) {
 	if err := o.conn.Write(o.ctx, websocket.MessageBinary, p); err != nil {
 		return 0, err

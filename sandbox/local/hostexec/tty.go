@@ -34,5 +34,8 @@ var errTTYEnded = errors.New("hostexec: the command has ended")
 // ttyExited is a command on a terminal that never started.
 type ttyExited struct{ local.Process }
 
+// Write fails: there is no terminal.
 func (ttyExited) Write([]byte) (int, error) { return 0, errTTYEnded }
-func (ttyExited) Resize(int, int) error     { return errTTYEnded }
+
+// Resize fails: there is no terminal.
+func (ttyExited) Resize(int, int) error { return errTTYEnded }

@@ -71,10 +71,10 @@ func TestRefusals(t *testing.T) {
 	cases := []struct {
 		name  string
 		want  error
-		token func(e *env) string              // "" sends no token header
-		edit  func(e *env, r *http.Request)    // changes the request, if set
-		opts  []proxy.Option                   // verifier options, if any
-		check func(t *testing.T, e *env)       // more checks, if any
+		token func(e *env) string           // "" sends no token header
+		edit  func(e *env, r *http.Request) // changes the request, if set
+		opts  []proxy.Option                // verifier options, if any
+		check func(t *testing.T, e *env)    // more checks, if any
 	}{
 		{name: "no token", want: proxy.ErrMissingToken, token: func(*env) string { return "" }},
 		{name: "empty token", want: proxy.ErrMissingToken, edit: func(_ *env, r *http.Request) { r.Header.Set("Vercel-Sandbox-Oidc-Token", "") }},

@@ -127,7 +127,7 @@ func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 // env is a verifier in front of a handler that records what it gets, with
 // a key-set transport and a clock of its own.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	keys   *issuers
 	clock  *clock
 	v      *proxy.Verifier
@@ -137,7 +137,7 @@ type env struct {
 	err    error         // the last error the invalid-request handler received
 }
 
-func newEnv(t *testing.T, opts ...proxy.Option) *env {
+func newEnv(t testing.TB, opts ...proxy.Option) *env {
 	t.Helper()
 	e := &env{t: t, keys: newIssuers(), clock: newClock()}
 	base := []proxy.Option{

@@ -45,8 +45,9 @@
 // Key sets are cached per issuer, for 10 minutes, at most 100 issuers
 // ([WithKeyCacheSize]), the least recently used dropped first. A token whose
 // key id is not in a cached set makes the verifier fetch the set again, at
-// most once per issuer every 30 seconds ([WithRefreshInterval]), and at most
-// 10 fetches every 30 seconds over all issuers ([WithFetchLimit]): a flood
+// most once per issuer every 30 seconds ([WithRefreshInterval]), and in
+// bursts of at most 10 refilled at 10 every 30 seconds over all issuers
+// ([WithFetchLimit]): a flood
 // of made-up key ids or issuers costs the issuer a bounded number of
 // requests, and costs this server no memory. Concurrent fetches of one set
 // are merged into one. A fetch has 5 seconds, follows no redirect, and reads

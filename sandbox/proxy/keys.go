@@ -26,8 +26,11 @@ const (
 	maxRSABits     = 16384
 )
 
-// errTooSoon: a fetch is not allowed yet.
-var errTooSoon = errors.New("fetched too recently to fetch again")
+// The reasons a fetch is not allowed yet.
+var (
+	errTooSoon   = errors.New("fetched too recently to fetch again")
+	errFetchRate = errors.New("too many key-set fetches lately")
+)
 
 // A keySet is one issuer's keys as one fetch found them. It is never
 // changed once cached, but for used; a refresh caches a new one.
@@ -92,8 +95,8 @@ func (c *keyCache) key(ctx context.Context, iss, kid string) (*rsa.PublicKey, er
 	}
 	latest, err := c.refresh(ctx, iss, set)
 	switch {
-	case errors.Is(err, errTooSoon) && fresh:
-		return nil, fmt.Errorf("%w: the key set was %v", ErrUnknownKey, errTooSoon)
+	case fresh && (errors.Is(err, errTooSoon) || errors.Is(err, errFetchRate)):
+		return nil, fmt.Errorf("%w: %v", ErrUnknownKey, err)
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrKeySetUnavailable, err)
 	case !latest.fresh(c.now()):
@@ -122,7 +125,7 @@ func (c *keyCache) refresh(ctx context.Context, iss string, seen *keySet) (*keyS
 			return nil, errTooSoon
 		}
 		if !c.limit.AllowN(now, 1) {
-			return nil, errTooSoon
+			return nil, errFetchRate
 		}
 		next := &keySet{tried: now}
 		keys, err := c.fetch(ctx, iss)

@@ -153,10 +153,10 @@ func WithRefreshInterval(d time.Duration) Option {
 	}
 }
 
-// WithFetchLimit allows at most n key-set fetches in any period per, over
-// all issuers (default 10 every 30 seconds). A token that needs a fetch
-// beyond it is refused with ErrKeySetUnavailable, or ErrUnknownKey when the
-// issuer's cached set is fresh.
+// WithFetchLimit limits key-set fetches over all issuers to bursts of n,
+// refilled at n per period (default 10 every 30 seconds). A token that
+// needs a fetch beyond it is refused with ErrKeySetUnavailable, or
+// ErrUnknownKey when the issuer's cached set is fresh.
 func WithFetchLimit(n int, per time.Duration) Option {
 	return func(c *config) {
 		if n < 1 || per <= 0 {

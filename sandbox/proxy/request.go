@@ -75,21 +75,25 @@ func destination(scheme, host, port, path string) (*url.URL, error) {
 	if err != nil || u.Host != hostport || u.User != nil || u.Hostname() == "" {
 		return nil, fmt.Errorf("%w: host, port and path do not form a URL", ErrInvalidHeader)
 	}
-	u.Host = originOf(scheme, hostport)[len(scheme)+3:]
+	u.Host = normalHost(scheme, hostport)
 	return u, nil
 }
 
-// originOf returns scheme://host with the host in lower case and without
-// the scheme's default port, as a WHATWG URL's origin is.
+// originOf returns scheme://host as a WHATWG URL's origin is written.
 func originOf(scheme, host string) string {
+	return scheme + "://" + normalHost(scheme, host)
+}
+
+// normalHost returns host in lower case, without the scheme's default port.
+func normalHost(scheme, host string) string {
 	host = strings.ToLower(host)
-	switch {
-	case scheme == "https" && strings.HasSuffix(host, ":443"):
-		host = strings.TrimSuffix(host, ":443")
-	case scheme == "http" && strings.HasSuffix(host, ":80"):
-		host = strings.TrimSuffix(host, ":80")
+	switch scheme {
+	case "https":
+		return strings.TrimSuffix(host, ":443")
+	case "http":
+		return strings.TrimSuffix(host, ":80")
 	}
-	return scheme + "://" + host
+	return host
 }
 
 // audience returns the forward URL a token for r must have been issued

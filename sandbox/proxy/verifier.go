@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -199,8 +200,8 @@ func (v *Verifier) verifyToken(ctx context.Context, token, aud string) (*claimSe
 }
 
 // trusts reports whether tokens of issuer iss are accepted: those of
-// Vercel's OIDC issuer over https, with any path as in the official SDK,
-// and those named with WithTrustedIssuer.
+// Vercel's OIDC issuer over https, with any path and port and the host in
+// any case, as in the official SDK, and those named with WithTrustedIssuer.
 func (v *Verifier) trusts(iss string) bool {
 	if iss == "" {
 		return false
@@ -209,6 +210,6 @@ func (v *Verifier) trusts(iss string) bool {
 		return true
 	}
 	u, err := url.Parse(iss)
-	return err == nil && u.Scheme == "https" && u.Hostname() == vercelIssuerHost &&
+	return err == nil && u.Scheme == "https" && strings.EqualFold(u.Hostname(), vercelIssuerHost) &&
 		u.User == nil && u.RawQuery == "" && !u.ForceQuery && u.Fragment == ""
 }

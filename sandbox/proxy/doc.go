@@ -56,7 +56,7 @@
 //
 // # Where it differs from the official SDK
 //
-// Each difference only refuses tokens that Vercel does not issue:
+// All but the last refuse only what Vercel does not send:
 //
 //   - A token without exp is refused (the official SDK accepts it).
 //   - A token longer than 16 KiB is refused, and so is one with a crit or
@@ -76,10 +76,10 @@
 // compact JWS with an algorithm allow-list, verifies RS256, refuses unknown
 // critical headers as RFC 7515 asks, decodes and checks JSON Web Keys, and
 // validates exp, nbf and aud with a leeway; one library does all of it. The
-// key cache is this package's own, about a hundred lines: the JWKS
-// libraries for Go refresh in background goroutines and hold one key set
-// per URL, while a sandbox token names its issuer, and the cache must bound
-// the issuers it keeps. Concurrent fetches are merged with
-// golang.org/x/sync/singleflight, and the fetches over all issuers are
-// limited with golang.org/x/time/rate.
+// key cache is a small one of this package's own: the JWKS caches for Go
+// (keyfunc, jwx) take their URLs up front and refresh them in background
+// goroutines, while here each token names its issuer (one per team), the
+// set of issuers must stay bounded, and nothing may outlive a request.
+// Concurrent fetches are merged with golang.org/x/sync/singleflight, and
+// fetches over all issuers are limited with golang.org/x/time/rate.
 package proxy

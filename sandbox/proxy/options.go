@@ -157,13 +157,13 @@ func WithRefreshInterval(d time.Duration) Option {
 // refilled at n per period (default 10 every 30 seconds). A token that
 // needs a fetch beyond it is refused with ErrKeySetUnavailable, or
 // ErrUnknownKey when the issuer's cached set is fresh.
-func WithFetchLimit(n int, per time.Duration) Option {
+func WithFetchLimit(n int, period time.Duration) Option {
 	return func(c *config) {
-		if n < 1 || per <= 0 {
-			c.fail("WithFetchLimit", "want n at least 1 and a positive period, got %d per %v", n, per)
+		if n < 1 || period <= 0 {
+			c.fail("WithFetchLimit", "want n at least 1 and a positive period, got %d per %v", n, period)
 			return
 		}
-		c.fetchN, c.fetchPer = n, per
+		c.fetchN, c.fetchPer = n, period
 	}
 }
 

@@ -20,7 +20,9 @@ const (
 	maxTokenBytes    = 16 << 10
 )
 
-// Forwarded describes an authenticated forwarded request.
+// Forwarded describes an authenticated forwarded request. The host the
+// request reached, which the official SDK reports beside these, is the
+// request's Host.
 type Forwarded struct {
 	// TeamID, ProjectID and SandboxID identify the sandbox that sent the
 	// request; SandboxName is its name, or its id when the token names none.
@@ -70,7 +72,10 @@ func FromContext(ctx context.Context) (*Forwarded, bool) {
 // Handler returns a handler that authenticates each request with Verify.
 // It passes a valid one to next, and an invalid one to the invalid-request
 // handler; either receives a copy of the request without the five
-// forwarded headers, and next finds the Forwarded with FromContext.
+// forwarded headers, and next finds the Forwarded with FromContext. The
+// copy keeps the URL and Host it was received with (the official SDK
+// rewrites them to the destination): send the request on to
+// Forwarded.URL.
 func (v *Verifier) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := v.Verify(r)

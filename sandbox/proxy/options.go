@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Option configures a Verifier.
+type Option func(*config)
+
+type config struct {
+	origin   string
+	issuers  []string
+	invalid  func(http.ResponseWriter, *http.Request, error)
+	client   *http.Client
+	now      func() time.Time
+	size     int
+	interval time.Duration
+	fetchN   int
+	fetchPer time.Duration
+	errs     []error
+}
+
+func defaultConfig() config {
+	return config{
+		invalid:  forbidden,
+		client:   http.DefaultClient,
+		now:      time.Now,
+		size:     100,
+		interval: 30 * time.Second,
+		fetchN:   10,
+		fetchPer: 30 * time.Second,
+	}
+}
+
+// forbidden is the default invalid-request handler.
+func forbidden(w http.ResponseWriter, _ *http.Request, _ error) {
+	http.Error(w, "Forbidden", http.StatusForbidden)
+}
+
+func (c *config) fail(option, format string, a ...any) {
+	c.errs = append(c.errs, fmt.Errorf("proxy: %s: "+format, append([]any{option}, a...)...))
+}
+
+// WithOrigin sets the scheme and host (with the port, if any) at which the
+// sandboxes' forwardURL reaches this server, such as
+// "https://broker.example.com". The token's audience is checked against it
+// instead of the request's r.TLS and r.Host.
+func WithOrigin(origin string) Option {
+	return func(c *config) {
+		u, err := url.Parse(origin)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			u.User != nil || strings.TrimRight(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
+			c.fail("WithOrigin", "want a scheme and host such as https://broker.example.com")
+			return
+		}
+		c.origin = originOf(u.Scheme, u.Host)
+	}
+}
+
+// WithTrustedIssuer trusts tokens whose iss claim is exactly issuer, beside
+// Vercel's, with keys from issuer + "/.well-known/jwks". It is meant for
+// tests and local demonstrations, with an issuer of your own. The issuer
+// must use https, or http to a loopback host (127.0.0.0/8, ::1 or
+// localhost). Nothing else, such as the environment, adds an issuer.
+func WithTrustedIssuer(issuer string) Option {
+	return func(c *config) {
+		u, err := url.Parse(issuer)
+		if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
+			!(u.Scheme == "https" || (u.Scheme == "http" && isLoopback(u.Hostname()))) {
+			c.fail("WithTrustedIssuer", "want an https URL, or an http URL of a loopback host")
+			return
+		}
+		c.issuers = append(c.issuers, issuer)
+	}
+}
+
+// isLoopback reports whether host names the local machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// WithInvalidRequestHandler sets the handler of requests that fail a check.
+// It receives the request without the five forwarded headers, and an error
+// that matches one of the package's Err values. The default answers 403
+// Forbidden.
+func WithInvalidRequestHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return func(c *config) {
+		if h == nil {
+			c.fail("WithInvalidRequestHandler", "nil handler")
+			return
+		}
+		c.invalid = h
+	}
+}
+
+// WithHTTPClient sets the client that fetches key sets (default
+// http.DefaultClient). Its transport is used as it is; redirects are never
+// followed, and each fetch is bounded to 5 seconds besides the client's own
+// Timeout.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *config) {
+		if hc == nil {
+			c.fail("WithHTTPClient", "nil client")
+			return
+		}
+		c.client = hc
+	}
+}
+
+// WithClock sets the clock that token times and key-set ages are compared
+// with (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now == nil {
+			c.fail("WithClock", "nil clock")
+			return
+		}
+		c.now = now
+	}
+}
+
+// WithKeyCacheSize sets how many issuers' key sets are kept (default 100).
+func WithKeyCacheSize(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.fail("WithKeyCacheSize", "want at least 1, got %d", n)
+			return
+		}
+		c.size = n
+	}
+}
+
+// WithRefreshInterval sets the least time between two fetches of one
+// issuer's key set (default 30 seconds). Within it, a token whose key is not
+// in the cached set is refused with ErrUnknownKey.
+func WithRefreshInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.fail("WithRefreshInterval", "negative interval %v", d)
+			return
+		}
+		c.interval = d
+	}
+}
+
+// WithFetchLimit limits key-set fetches over all issuers to bursts of n,
+// refilled at n per period (default 10 every 30 seconds). A token that
+// needs a fetch beyond it is refused with ErrKeySetUnavailable, or
+// ErrUnknownKey when the issuer's cached set is fresh.
+func WithFetchLimit(n int, period time.Duration) Option {
+	return func(c *config) {
+		if n < 1 || period <= 0 {
+			c.fail("WithFetchLimit", "want n at least 1 and a positive period, got %d per %v", n, period)
+			return
+		}
+		c.fetchN, c.fetchPer = n, period
+	}
+}
+
+func (c *config) err() error { return errors.Join(c.errs...) }

@@ -1,0 +1,240 @@
+package sandboxtest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+)
+
+// Accounts plays the users and groups of a sandbox image for a Script,
+// so that sandbox.CreateUser, AsUser, CreateGroup, AddUserToGroup and
+// RemoveUserFromGroup can be tested without real processes. It keeps the
+// accounts in memory and answers as the shadow tools do (exit codes and
+// messages): useradd and groupadd (exit 9 for a name in use), usermod -aG,
+// gpasswd -d, id, the "id -un; id -gn" line that finds the default user,
+// and sudo -u, which runs the wrapped command through the Script as that
+// user (whoami and id -un answer the user's name). chown, chmod and
+// mkdir succeed without doing anything.
+//
+// It starts with root and the default user "vercel-sandbox", each with a
+// group of its own name.
+type Accounts struct {
+	mu     sync.Mutex
+	users  map[string]*scriptUser
+	groups map[string]bool
+}
+
+type scriptUser struct {
+	primary string
+	groups  map[string]bool
+}
+
+// DefaultUser is the user an Accounts runs commands as without sudo.
+const DefaultUser = "vercel-sandbox"
+
+// NewAccounts returns the accounts of a fresh sandbox.
+func NewAccounts() *Accounts {
+	a := &Accounts{users: map[string]*scriptUser{}, groups: map[string]bool{}}
+	for _, n := range []string{"root", DefaultUser} {
+		a.users[n] = &scriptUser{primary: n, groups: map[string]bool{}}
+		a.groups[n] = true
+	}
+	return a
+}
+
+// Install registers the handlers on s and returns s.
+func (a *Accounts) Install(s *Script) *Script {
+	s.Handle(MatchArgs("sh", "-c", "id -un; id -gn"), Reply{Stdout: DefaultUser + "\n" + DefaultUser + "\n"})
+	s.Handle(MatchName("useradd"), a.tool(a.useradd))
+	s.Handle(MatchName("groupadd"), a.tool(a.groupadd))
+	s.Handle(MatchName("usermod"), a.tool(a.usermod))
+	s.Handle(MatchName("gpasswd"), a.tool(a.gpasswd))
+	s.Handle(MatchName("id"), a.tool(a.id))
+	for _, n := range []string{"chown", "chmod", "mkdir"} {
+		s.Handle(MatchName(n), Reply{})
+	}
+	s.Handle(MatchName("sudo"), HandlerFunc(func(ctx context.Context, cmd *local.Cmd, signals <-chan int) int {
+		return a.sudo(ctx, s, cmd, signals)
+	}))
+	return s
+}
+
+// Users returns the names of the users, sorted.
+func (a *Accounts) Users() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Sorted(maps.Keys(a.users))
+}
+
+// GroupsOf returns the supplementary groups of a user, sorted.
+func (a *Accounts) GroupsOf(user string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if u := a.users[user]; u != nil {
+		return slices.Sorted(maps.Keys(u.groups))
+	}
+	return nil
+}
+
+// tool adapts fn, which answers with an exit code and a message for
+// standard error, or the text for standard output when the code is 0.
+func (a *Accounts) tool(fn func(cmd *local.Cmd, args []string) (int, string)) Handler {
+	return HandlerFunc(func(_ context.Context, cmd *local.Cmd, _ <-chan int) int {
+		a.mu.Lock()
+		code, text := fn(cmd, operands(cmd.Args))
+		a.mu.Unlock()
+		w := cmd.Stdout
+		if code != 0 {
+			w = cmd.Stderr
+		}
+		if text != "" {
+			fmt.Fprintln(w, text)
+		}
+		return code
+	})
+}
+
+// operands drops the options the SDK passes, keeping names.
+func operands(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "-m", "--", "-d", "-un", "-gn", "-aG":
+		case "-s":
+			i++
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
+}
+
+func (a *Accounts) useradd(cmd *local.Cmd, names []string) (int, string) {
+	if !cmd.Sudo || len(names) != 1 {
+		return 1, "useradd: Permission denied."
+	}
+	n := names[0]
+	if a.users[n] != nil {
+		return 9, fmt.Sprintf("useradd: user '%s' already exists", n)
+	}
+	if a.groups[n] {
+		return 9, fmt.Sprintf("useradd: group %s exists - if you want to add this user to that group, use -g.", n)
+	}
+	a.users[n] = &scriptUser{primary: n, groups: map[string]bool{}}
+	a.groups[n] = true
+	return 0, ""
+}
+
+func (a *Accounts) groupadd(cmd *local.Cmd, names []string) (int, string) {
+	if !cmd.Sudo || len(names) != 1 {
+		return 10, "groupadd: Permission denied."
+	}
+	if a.groups[names[0]] {
+		return 9, fmt.Sprintf("groupadd: group '%s' already exists", names[0])
+	}
+	a.groups[names[0]] = true
+	return 0, ""
+}
+
+// usermod -aG group user
+func (a *Accounts) usermod(cmd *local.Cmd, names []string) (int, string) {
+	if !cmd.Sudo || len(names) != 2 {
+		return 1, "usermod: Permission denied."
+	}
+	g, n := names[0], names[1]
+	u := a.users[n]
+	switch {
+	case u == nil:
+		return 6, fmt.Sprintf("usermod: user '%s' does not exist", n)
+	case !a.groups[g]:
+		return 6, fmt.Sprintf("usermod: group '%s' does not exist", g)
+	}
+	u.groups[g] = true
+	return 0, ""
+}
+
+// gpasswd -d user group
+func (a *Accounts) gpasswd(cmd *local.Cmd, names []string) (int, string) {
+	if !cmd.Sudo || len(names) != 2 {
+		return 1, "gpasswd: Permission denied."
+	}
+	n, g := names[0], names[1]
+	if !a.groups[g] {
+		return 3, fmt.Sprintf("gpasswd: group '%s' does not exist in /etc/group", g)
+	}
+	u := a.users[n]
+	if u == nil || !u.groups[g] {
+		return 3, fmt.Sprintf("gpasswd: user '%s' is not a member of '%s'", n, g)
+	}
+	delete(u.groups, g)
+	return 0, ""
+}
+
+// id -un [user] | id -gn [user]
+func (a *Accounts) id(cmd *local.Cmd, names []string) (int, string) {
+	name := DefaultUser
+	if cmd.Sudo {
+		name = "root"
+	}
+	if len(names) > 0 {
+		name = names[0]
+	}
+	u := a.users[name]
+	if u == nil {
+		return 1, fmt.Sprintf("id: '%s': no such user", name)
+	}
+	if slices.Contains(cmd.Args, "-gn") {
+		return 0, u.primary
+	}
+	return 0, name
+}
+
+// sudo answers the command line a sandbox.User makes: sudo -u USER --
+// bash -c SCRIPT bash DIR [env -- K=V...] NAME ARGS...
+func (a *Accounts) sudo(ctx context.Context, s *Script, cmd *local.Cmd, signals <-chan int) int {
+	args := cmd.Args
+	if len(args) < 9 || args[0] != "-u" || args[2] != "--" || args[3] != "bash" {
+		fmt.Fprintln(cmd.Stderr, "sandboxtest: Accounts understands only the sudo -u line of sandbox.User")
+		return 1
+	}
+	user, dir, rest := args[1], args[7], args[8:]
+	a.mu.Lock()
+	known := a.users[user] != nil
+	a.mu.Unlock()
+	if !known {
+		fmt.Fprintf(cmd.Stderr, "sudo: unknown user %s\n", user)
+		return 1
+	}
+	env := maps.Clone(cmd.Env)
+	if rest[0] == "env" {
+		rest = rest[1:]
+		for len(rest) > 0 && (rest[0] == "--" || strings.Contains(rest[0], "=")) {
+			if k, v, ok := strings.Cut(rest[0], "="); ok {
+				if env == nil {
+					env = map[string]string{}
+				}
+				env[k] = v
+			}
+			rest = rest[1:]
+		}
+	}
+	if len(rest) == 0 {
+		return 0
+	}
+	if rest[0] == "whoami" || rest[0] == "id" && slices.Contains(rest[1:], "-un") {
+		fmt.Fprintln(cmd.Stdout, user)
+		return 0
+	}
+	inner := *cmd
+	inner.Name, inner.Args, inner.Env, inner.Cwd, inner.Sudo = rest[0], rest[1:], env, dir, user == "root"
+	h, ok, registered := s.lookup(&inner)
+	if !ok {
+		h = unmatchedHandler(registered)
+	}
+	return h.Run(ctx, &inner, signals)
+}

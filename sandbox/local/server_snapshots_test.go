@@ -98,7 +98,9 @@ func TestSnapshots(t *testing.T) {
 	var del wire.SnapshotResponse
 	h.ok("DELETE", "/v2/sandboxes/snapshots/"+s2.ID, nil, &del)
 	assert.Equal(t, "deleted", del.Snapshot.Status)
-	h.fail(404, "not_found", "GET", "/v2/sandboxes/snapshots/"+s2.ID, nil)
+	var tomb wire.SnapshotResponse
+	h.ok("GET", "/v2/sandboxes/snapshots/"+s2.ID, nil, &tomb)
+	assert.Equal(t, "deleted", tomb.Snapshot.Status, "a deleted snapshot stays readable")
 	h.fail(404, "not_found", "DELETE", "/v2/sandboxes/snapshots/"+s2.ID, nil)
 	h.fail(410, "snapshot_not_found", "POST", "/v3/sandboxes", map[string]any{"source": map[string]any{"type": "snapshot", "snapshotId": s2.ID}})
 }
@@ -120,6 +122,8 @@ func TestKeepLastSnapshots(t *testing.T) {
 	}
 	var list wire.ListSnapshotsResponse
 	h.ok("GET", "/v2/sandboxes/snapshots?name=keep", nil, &list)
-	require.Len(t, list.Snapshots, 1)
+	require.Len(t, list.Snapshots, 3, "evicted snapshots stay listed")
 	assert.Equal(t, ids[2], list.Snapshots[0].ID)
+	assert.Equal(t, []string{"created", "deleted", "deleted"},
+		[]string{list.Snapshots[0].Status, list.Snapshots[1].Status, list.Snapshots[2].Status})
 }

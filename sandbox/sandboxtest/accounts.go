@@ -238,3 +238,27 @@ func (a *Accounts) sudo(ctx context.Context, s *Script, cmd *local.Cmd, signals 
 	}
 	return h.Run(ctx, &inner, signals)
 }
+
+// Executor returns an executor that plays the account commands with a
+// Script of its own (those Install registers, and every command run with
+// sudo) and starts everything else on fallback. With a fallback that runs
+// host processes (hostexec), the users and groups calls of a sandbox work
+// without changing the host's accounts, and without sudo on the host.
+func (a *Accounts) Executor(fallback local.Executor) local.Executor {
+	return &accountsExecutor{script: a.Install(NewScript()), fallback: fallback}
+}
+
+type accountsExecutor struct {
+	script   *Script
+	fallback local.Executor
+}
+
+// accountCommands are the names the account executor plays itself.
+var accountCommands = []string{"useradd", "groupadd", "usermod", "gpasswd", "id", "sudo"}
+
+func (e *accountsExecutor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, error) {
+	if cmd.Sudo || slices.Contains(accountCommands, cmd.Name) || MatchArgs("sh", "-c", "id -un; id -gn")(cmd) {
+		return e.script.Start(ctx, cmd)
+	}
+	return e.fallback.Start(ctx, cmd)
+}

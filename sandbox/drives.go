@@ -168,23 +168,15 @@ func (c *Client) ListDrives(ctx context.Context, p DriveListParams) iter.Seq2[Dr
 		if p.Ascending {
 			q.Set("sortOrder", "asc")
 		}
-		for {
-			var page wire.ListDrivesResponse
-			if err := c.core.JSON(ctx, &httpcore.Call{Method: "GET", Path: "/v2/sandboxes/drives", Query: q,
-				Safety: httpcore.Idempotent, Op: "list drives"}, &page); err != nil {
+		call := &httpcore.Call{Method: "GET", Path: "/v2/sandboxes/drives", Query: q, Safety: httpcore.Idempotent, Op: "list drives"}
+		for w, err := range pages(ctx, c, call, func(r *wire.ListDrivesResponse) ([]wire.Drive, *string) { return r.Drives, r.Pagination.Next }) {
+			if err != nil {
 				yield(Drive{}, err)
 				return
 			}
-			for i := range page.Drives {
-				if !yield(driveFromWire(&page.Drives[i]), nil) {
-					return
-				}
-			}
-			next := page.Pagination.Next
-			if next == nil || *next == "" {
+			if !yield(driveFromWire(&w), nil) {
 				return
 			}
-			q.Set("cursor", *next)
 		}
 	}
 }

@@ -158,11 +158,7 @@ func (s *Server) handleListDrives(w http.ResponseWriter, r *http.Request) *apiEr
 	if aerr := s.checkProjectQuery(q.Get("projectId")); aerr != nil {
 		return aerr
 	}
-	limit, aerr := parseLimit(q.Get("limit"))
-	if aerr != nil {
-		return aerr
-	}
-	desc, aerr := parseSortOrder(q.Get("sortOrder"))
+	limit, desc, aerr := parsePaging(q)
 	if aerr != nil {
 		return aerr
 	}

@@ -209,11 +209,7 @@ func (s *Server) handleSnapshotTree(w http.ResponseWriter, r *http.Request) *api
 	if anchorID == "" {
 		return badRequest("snapshotId is required.")
 	}
-	limit, aerr := parseLimit(q.Get("limit"))
-	if aerr != nil {
-		return aerr
-	}
-	desc, aerr := parseSortOrder(q.Get("sortOrder"))
+	limit, desc, aerr := parsePaging(q)
 	if aerr != nil {
 		return aerr
 	}

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log"
-	"net"
 	"path"
 	"strings"
 	"text/template"
 
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
-	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -23,20 +21,7 @@ import (
 // sandbox holding a few files and returns it. Against the real API, use
 // sandbox.NewClient() and Client.Create instead.
 func exampleSandbox() (*sandbox.Sandbox, *sandbox.Client, func()) {
-	srv, err := local.New(local.WithExecutor(sandboxtest.NewAccounts().Executor(hostexec.New())))
-	if err != nil {
-		log.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	go srv.Serve(ln)
-	client, err := sandbox.NewClient(sandbox.WithBaseURL("http://"+ln.Addr().String()),
-		sandbox.WithToken(srv.Token(), "team_x", "prj_x"))
-	if err != nil {
-		log.Fatal(err)
-	}
+	client, stop := fakeWith(sandboxtest.NewAccounts().Executor(hostexec.New()))
 	ctx := context.Background()
 	sb, err := client.Create(ctx, sandbox.CreateParams{})
 	if err != nil {
@@ -50,7 +35,7 @@ func exampleSandbox() (*sandbox.Sandbox, *sandbox.Client, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	return sb, client, srv.Close
+	return sb, client, stop
 }
 
 func ExampleSandbox_Stat() {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/fault"
 )
 
 func TestDrivesLifecycle(t *testing.T) {
@@ -125,4 +126,21 @@ func TestSnapshotTree(t *testing.T) {
 	require.ErrorIs(t, err, sandbox.ErrNotFound)
 	_, err = e.c.SnapshotTree(ctx, "", sandbox.SnapshotTreeParams{})
 	require.ErrorIs(t, err, sandbox.ErrInvalidInput)
+}
+
+func TestDriveCallsMapAPIErrors(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := newEnv(t)
+	e.srv.Inject(fault.Fault{Path: "/v2/sandboxes/drives/**", Status: 403, Times: 3})
+	_, err := e.c.GetOrCreateDrive(ctx, "d", sandbox.DriveParams{})
+	require.ErrorIs(t, err, sandbox.ErrForbidden, "permission denied")
+	_, err = e.c.DeleteDrive(ctx, "d")
+	require.ErrorIs(t, err, sandbox.ErrForbidden)
+	for _, err := range e.c.ListDrives(ctx, sandbox.DriveListParams{}) {
+		require.ErrorIs(t, err, sandbox.ErrForbidden)
+	}
+	e.srv.Inject(fault.Fault{Path: "/v2/sandboxes/snapshots/tree", Status: 403, Times: 1})
+	_, err = e.c.SnapshotTree(ctx, "snap_x", sandbox.SnapshotTreeParams{})
+	require.ErrorIs(t, err, sandbox.ErrForbidden)
 }

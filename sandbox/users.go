@@ -29,7 +29,8 @@ var (
 
 // AccountError is a user or group call that the sandbox refused. Err is
 // one of the sentinels above when the refusal is recognised; the
-// *command.ExitError of the tool is reachable with errors.As.
+// *command.ExitError of the tool is reachable with errors.As, and a
+// refusal for lack of rights matches fs.ErrPermission.
 type AccountError struct {
 	Op      string // "create user", "create group", "add user to group", ...
 	User    string // the user concerned, if any
@@ -96,7 +97,8 @@ func (s *Sandbox) accountCmd(ctx context.Context, e AccountError, existsErr erro
 	if err == nil || !errors.As(err, &exit) {
 		return err
 	}
-	e.Message, e.exit = lastLine(stderr.String()), err
+	// The tool's message also names an errno (EACCES, EPERM, ...).
+	e.Message, e.exit = lastLine(stderr.String()), toolError(err, stderr.String())
 	msg := stderr.String()
 	switch {
 	case exit.ExitCode == 9 && existsErr != nil:

@@ -166,3 +166,21 @@ func TestUserFilesAreItsOwn(t *testing.T) {
 	_, err = alice.ReadFile(ctx, "missing")
 	require.ErrorIs(t, err, fs.ErrNotExist)
 }
+
+func TestAccountRefusalsAreTyped(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e, _ := accountsEnv(t)
+	e.script.Override(sandboxtest.MatchName("useradd"), sandboxtest.Reply{Stderr: "useradd: Permission denied.\nuseradd: cannot lock /etc/passwd; try again later.\n", ExitCode: 1})
+	e.script.Override(sandboxtest.MatchName("groupadd"), sandboxtest.Reply{Stderr: "groupadd: cannot open /etc/group\n", ExitCode: 10})
+	sb := e.create("")
+	_, err := sb.CreateUser(ctx, "alice")
+	require.ErrorIs(t, err, fs.ErrPermission)
+	require.NotErrorIs(t, err, sandbox.ErrUserExists)
+	var ae *sandbox.AccountError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, "useradd: cannot lock /etc/passwd; try again later.", ae.Message)
+	_, err = sb.CreateGroup(ctx, "devs")
+	require.ErrorAs(t, err, &ae)
+	require.Contains(t, err.Error(), "cannot open /etc/group")
+}

@@ -229,3 +229,39 @@ func ExampleUser_ReadFileBytes() {
 	fmt.Printf("%q %v\n", data, err)
 	// Output: "secret" <nil>
 }
+
+func ExampleUser_Start() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	ctx := context.Background()
+	u, err := sb.CreateUser(ctx, "heidi")
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := u.Start(ctx, &command.Cmd{Name: "whoami"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := h.Wait(ctx)
+	fmt.Println(res.ExitCode, err)
+	// Output: 0 <nil>
+}
+
+func ExampleUser_Stat() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	ctx := context.Background()
+	u, err := sb.CreateUser(ctx, "ivan")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := u.WriteFile(ctx, "hello.txt", []byte("hi")); err != nil {
+		log.Fatal(err)
+	}
+	fi, err := u.Stat(ctx, "hello.txt") // relative to /home/ivan
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(fi.Name(), fi.Size())
+	// Output: hello.txt 2
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -183,4 +184,35 @@ func TestAccountRefusalsAreTyped(t *testing.T) {
 	_, err = sb.CreateGroup(ctx, "devs")
 	require.ErrorAs(t, err, &ae)
 	require.Contains(t, err.Error(), "cannot open /etc/group")
+}
+
+// TestUserFileCallsRunRealTools runs a user's file calls as real
+// processes: the account tools are played, the rest runs on the host.
+func TestUserFileCallsRunRealTools(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	srv := sandboxtest.NewServer(t, local.WithExecutor(sandboxtest.NewAccounts().Executor(hostexec.New())))
+	sb, err := srv.Client().Create(ctx, sandbox.CreateParams{})
+	require.NoError(t, err)
+	u, err := sb.CreateUser(ctx, "grace")
+	require.NoError(t, err)
+	require.NoError(t, u.WriteFiles(ctx, []files.Entry{files.FromString("proj/a.txt", "a"), files.FromString("proj/b.txt", "bb")}))
+
+	fi, err := u.Stat(ctx, "proj/b.txt")
+	require.NoError(t, err, "relative to the home directory")
+	require.EqualValues(t, 2, fi.Size())
+	list, err := u.ReadDir(ctx, "proj")
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.NoError(t, u.Rename(ctx, "proj/a.txt", "proj/c.txt"))
+	ok, err := u.Exists(ctx, "proj/c.txt")
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = u.Lstat(ctx, "proj/a.txt")
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	require.NoError(t, u.RemoveAll(ctx, "proj"))
+	// "." is the home directory: hostexec would read an absolute path on the host.
+	entries, err := fs.ReadDir(u.DirFS(ctx, "."), ".")
+	require.NoError(t, err)
+	require.Empty(t, entries)
 }

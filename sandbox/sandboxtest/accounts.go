@@ -3,7 +3,9 @@ package sandboxtest
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -194,22 +196,21 @@ func (a *Accounts) id(cmd *local.Cmd, names []string) (int, string) {
 	return 0, name
 }
 
-// sudo answers the command line a sandbox.User makes: sudo -u USER --
-// bash -c SCRIPT bash DIR [env -- K=V...] NAME ARGS...
-func (a *Accounts) sudo(ctx context.Context, s *Script, cmd *local.Cmd, signals <-chan int) int {
+// userCommand is a command a sandbox.User wraps in sudo -u USER -- bash
+// -c SCRIPT bash DIR [env -- K=V...] NAME ARGS...
+type userCommand struct {
+	user, dir string
+	inner     local.Cmd // the wrapped command, Cwd set to DIR
+}
+
+// parseUserCommand unwraps cmd, reporting false for any other sudo line.
+func parseUserCommand(cmd *local.Cmd) (userCommand, bool) {
 	args := cmd.Args
 	if len(args) < 9 || args[0] != "-u" || args[2] != "--" || args[3] != "bash" {
-		fmt.Fprintln(cmd.Stderr, "sandboxtest: Accounts understands only the sudo -u line of sandbox.User")
-		return 1
+		return userCommand{}, false
 	}
-	user, dir, rest := args[1], args[7], args[8:]
-	a.mu.Lock()
-	known := a.users[user] != nil
-	a.mu.Unlock()
-	if !known {
-		fmt.Fprintf(cmd.Stderr, "sudo: unknown user %s\n", user)
-		return 1
-	}
+	uc := userCommand{user: args[1], dir: args[7], inner: *cmd}
+	rest := args[8:]
 	env := maps.Clone(cmd.Env)
 	if rest[0] == "env" {
 		rest = rest[1:]
@@ -224,39 +225,89 @@ func (a *Accounts) sudo(ctx context.Context, s *Script, cmd *local.Cmd, signals 
 		}
 	}
 	if len(rest) == 0 {
-		return 0
+		return userCommand{}, false
 	}
-	if rest[0] == "whoami" || rest[0] == "id" && slices.Contains(rest[1:], "-un") {
-		fmt.Fprintln(cmd.Stdout, user)
-		return 0
+	uc.inner.Name, uc.inner.Args, uc.inner.Env, uc.inner.Cwd, uc.inner.Sudo = rest[0], rest[1:], env, uc.dir, uc.user == "root"
+	return uc, true
+}
+
+// known reports whether user exists.
+func (a *Accounts) known(user string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.users[user] != nil
+}
+
+// answerUser answers what only the accounts know (an unknown user, whoami,
+// id -un) and reports whether it did.
+func (a *Accounts) answerUser(uc userCommand, cmd *local.Cmd) (code int, done bool) {
+	if !a.known(uc.user) {
+		fmt.Fprintf(cmd.Stderr, "sudo: unknown user %s\n", uc.user)
+		return 1, true
 	}
-	inner := *cmd
-	inner.Name, inner.Args, inner.Env, inner.Cwd, inner.Sudo = rest[0], rest[1:], env, dir, user == "root"
-	h, ok, registered := s.lookup(&inner)
+	if uc.inner.Name == "whoami" || uc.inner.Name == "id" && slices.Contains(uc.inner.Args, "-un") {
+		fmt.Fprintln(cmd.Stdout, uc.user)
+		return 0, true
+	}
+	return 0, false
+}
+
+// sudo plays the command line of a sandbox.User: the wrapped command goes
+// to the Script.
+func (a *Accounts) sudo(ctx context.Context, s *Script, cmd *local.Cmd, signals <-chan int) int {
+	uc, ok := parseUserCommand(cmd)
+	if !ok {
+		fmt.Fprintln(cmd.Stderr, "sandboxtest: Accounts understands only the sudo -u line of sandbox.User")
+		return 1
+	}
+	if code, done := a.answerUser(uc, cmd); done {
+		return code
+	}
+	h, ok, registered := s.lookup(&uc.inner)
 	if !ok {
 		h = unmatchedHandler(registered)
 	}
-	return h.Run(ctx, &inner, signals)
+	return h.Run(ctx, &uc.inner, signals)
 }
 
 // Executor returns an executor that plays the account commands with a
 // Script of its own (those Install registers, and every command run with
-// sudo) and starts everything else on fallback. With a fallback that runs
-// host processes (hostexec), the users and groups calls of a sandbox work
-// without changing the host's accounts, and without sudo on the host.
+// sudo) and starts everything else on fallback. A command a sandbox.User
+// runs is unwrapped and started on fallback too, in its directory, as the
+// fallback's own user. With a fallback that runs host processes
+// (hostexec), the users and groups calls of a sandbox work without
+// changing the host's accounts, and without sudo on the host.
 func (a *Accounts) Executor(fallback local.Executor) local.Executor {
-	return &accountsExecutor{script: a.Install(NewScript()), fallback: fallback}
+	return &accountsExecutor{accounts: a, script: a.Install(NewScript()), fallback: fallback}
 }
 
 type accountsExecutor struct {
+	accounts *Accounts
 	script   *Script
 	fallback local.Executor
 }
 
 // accountCommands are the names the account executor plays itself.
+// hostDir maps the directory of a user's command to the host: a path
+// inside the sandbox's host directory is one already (host-path mode);
+// any other is a sandbox path below it.
+func hostDir(root, dir string) string {
+	if root == "" || dir == root || strings.HasPrefix(dir, root+"/") {
+		return dir
+	}
+	return filepath.Join(root, filepath.FromSlash(dir))
+}
+
 var accountCommands = []string{"useradd", "groupadd", "usermod", "gpasswd", "id", "sudo"}
 
 func (e *accountsExecutor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, error) {
+	if uc, ok := parseUserCommand(cmd); ok && cmd.Name == "sudo" && !cmd.Sudo {
+		if _, answered := e.accounts.answerUser(uc, &local.Cmd{Stdout: io.Discard, Stderr: io.Discard}); !answered {
+			inner := uc.inner
+			inner.Sudo, inner.HostCwd = false, hostDir(cmd.Dir, uc.dir)
+			return e.fallback.Start(ctx, &inner)
+		}
+	}
 	if cmd.Sudo || slices.Contains(accountCommands, cmd.Name) || MatchArgs("sh", "-c", "id -un; id -gn")(cmd) {
 		return e.script.Start(ctx, cmd)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -16,7 +15,8 @@ import (
 // The scenarios of the calls that match the official SDK's filesystem,
 // users and groups, drives and snapshot tree. The filesystem scenario uses
 // relative paths only, so that it also passes against a fake whose
-// commands run on the host.
+// commands run on the host, and leaves out Realpath, whose answer would
+// put a host path into recordings.
 
 func (c *conformance) runFilesystem(t *testing.T, ctx context.Context) {
 	sb := c.newSandbox(t, ctx, ScenarioFilesystem, false)
@@ -56,9 +56,6 @@ func (c *conformance) runFilesystem(t *testing.T, ctx context.Context) {
 	}
 	if target, err := sb.Readlink(ctx, "fs/link"); err != nil || target != "plain.txt" {
 		t.Errorf("Readlink = %q, %v", target, err)
-	}
-	if real, err := sb.Realpath(ctx, "fs/link"); err != nil || !strings.HasSuffix(real, "/fs/plain.txt") {
-		t.Errorf("Realpath = %q, %v; want a path ending in /fs/plain.txt", real, err)
 	}
 	if err := sb.Symlink(ctx, "x", "fs/plain.txt"); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("Symlink onto a file: %v, want fs.ErrExist", err)

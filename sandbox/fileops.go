@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,15 +34,29 @@ type fileOps struct {
 	write func(ctx context.Context, entries []files.Entry) error
 }
 
+// maxToolOutput bounds what a file command may print (a listing of some
+// 400,000 entries): a sandbox cannot make the client hold more.
+const maxToolOutput = 64 << 20
+
 // exec runs name with args and returns its stdout. A failure is a
 // *fs.PathError for op and p.
 func (o fileOps) exec(ctx context.Context, op, p, name string, args ...string) ([]byte, error) {
-	var stdout, stderr bytes.Buffer
-	_, err := o.run(ctx, &command.Cmd{Name: name, Args: args, Stdout: &stdout, Stderr: &stderr, CaptureLimit: -1})
-	if err != nil {
-		return stdout.Bytes(), &fs.PathError{Op: op, Path: p, Err: toolError(err, stderr.String())}
+	res, err := o.run(ctx, &command.Cmd{Name: name, Args: args, CaptureLimit: maxToolOutput})
+	var exit *command.ExitError
+	if errors.As(err, &exit) {
+		res = exit.Result
 	}
-	return stdout.Bytes(), nil
+	if res != nil && (res.StdoutTruncated || res.StderrTruncated) {
+		return nil, &fs.PathError{Op: op, Path: p, Err: fmt.Errorf("%s printed more than %d bytes", name, maxToolOutput)}
+	}
+	if err != nil {
+		var stderr string
+		if res != nil {
+			stderr = string(res.Stderr)
+		}
+		return nil, &fs.PathError{Op: op, Path: p, Err: toolError(err, stderr)}
+	}
+	return res.Stdout, nil
 }
 
 // toolFailure is a file command that failed in the sandbox: errno is the
@@ -144,10 +157,10 @@ func (o fileOps) find(ctx context.Context, op, p, follow string, maxDepth int) (
 		args = append(args, "-maxdepth", strconv.Itoa(maxDepth))
 	}
 	out, err := o.exec(ctx, op, p, "find", append(args, "-printf", findFormat)...)
-	recs, perr := parseFind(out, p)
 	if err != nil {
-		return recs, err
+		return nil, err
 	}
+	recs, perr := parseFind(out, p)
 	if perr != nil {
 		return nil, &fs.PathError{Op: op, Path: p, Err: perr}
 	}

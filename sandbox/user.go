@@ -199,7 +199,7 @@ func (u *User) dirsBelowHome(paths []string) []string {
 // permissions apply (the file API may not reach a file it keeps private).
 // It runs base64 as the user, as the official SDK does; relative paths are
 // relative to the home directory. A missing file gives an error matching
-// fs.ErrNotExist.
+// fs.ErrNotExist. Files are read whole, up to 48 MiB.
 func (u *User) ReadFileBytes(ctx context.Context, path string) ([]byte, error) {
 	if err := checkPath("path", path); err != nil {
 		return nil, err

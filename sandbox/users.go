@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -91,15 +90,14 @@ func validateAccount(field, name string) error {
 // tool uses for "name already in use" (9 for useradd and groupadd), and
 // existsErr the sentinel it stands for.
 func (s *Sandbox) accountCmd(ctx context.Context, e AccountError, existsErr error, name string, args ...string) error {
-	var stderr bytes.Buffer
-	_, err := s.Run(ctx, &command.Cmd{Name: name, Args: args, Sudo: true, Stderr: &stderr, CaptureLimit: -1})
+	_, err := s.Run(ctx, &command.Cmd{Name: name, Args: args, Sudo: true})
 	var exit *command.ExitError
 	if err == nil || !errors.As(err, &exit) {
 		return err
 	}
 	// The tool's message also names an errno (EACCES, EPERM, ...).
-	e.Message, e.exit = lastLine(stderr.String()), toolError(err, stderr.String())
-	msg := stderr.String()
+	msg := string(exit.Stderr)
+	e.Message, e.exit = lastLine(msg), toolError(err, msg)
 	switch {
 	case exit.ExitCode == 9 && existsErr != nil:
 		e.Err = existsErr

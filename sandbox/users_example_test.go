@@ -265,3 +265,21 @@ func ExampleUser_Stat() {
 	fmt.Println(fi.Name(), fi.Size())
 	// Output: hello.txt 2
 }
+
+func ExampleUser_Run() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	ctx := context.Background()
+	u, err := sb.CreateUser(ctx, "judy")
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Env survives the switch of user; Dir defaults to the home directory.
+	res, err := u.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", `printf "%s" "$GREETING"`},
+		Env: map[string]string{"GREETING": "hi from judy"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s\n", res.Stdout)
+	// Output: hi from judy
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Conformance of the local API (sandbox/local) with the official TypeScript SDK:
 # installs the pinned @vercel/sandbox from the committed lock file and runs
-# TestOfficialTypeScriptSDK, which drives the SDK through the fake, then
+# TestOfficialTypeScriptSDK, which drives the SDK through the fake,
+# TestOfficialSDKParity, which compares its answers with the Go client's, then
 # records the same run to a cassette and replays it with no fake present.
 # Needs node (20 or newer) and npm with access to the npm registry.
 set -euo pipefail
@@ -19,6 +20,9 @@ fi
 
 echo "== go test: official TypeScript SDK against the fake"
 SANDBOXTEST_TSSDK=1 go test ./sandbox/sandboxtest -run '^TestOfficialTypeScriptSDK$' -count=1 -v
+
+echo "== go test: the official TypeScript SDK and the Go client get the same answers (filesystem, users, drives, snapshot tree)"
+SANDBOXTEST_TSSDK=1 go test ./sandbox/sandboxtest -run '^TestOfficialSDKParity$' -count=1 -v
 
 echo "== go test: official TypeScript SDK recorded to a cassette, then replayed from it"
 SANDBOXTEST_TSSDK=1 go test ./sandbox/sandboxtest/cassette -run '^TestOfficialTypeScriptSDK$' -count=1 -v

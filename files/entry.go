@@ -159,6 +159,12 @@ func (e Entry) WithMode(m fs.FileMode) Entry {
 	return e
 }
 
+// WithPath returns a copy of e with destination path p.
+func (e Entry) WithPath(p string) Entry {
+	e.path = p
+	return e
+}
+
 // Path returns the destination path as given (relative to the session's
 // working directory, or absolute). See the package doc for the archive name.
 func (e Entry) Path() string { return e.path }

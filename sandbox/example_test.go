@@ -18,7 +18,12 @@ import (
 // script, and returns a client aimed at it. Against the real API, use
 // sandbox.NewClient() with credentials from the environment instead.
 func fake(script *sandboxtest.Script) (*sandbox.Client, func()) {
-	srv, err := local.New(local.WithExecutor(script))
+	return fakeWith(script)
+}
+
+// fakeWith is fake with any executor.
+func fakeWith(exec local.Executor) (*sandbox.Client, func()) {
+	srv, err := local.New(local.WithExecutor(exec))
 	if err != nil {
 		log.Fatal(err)
 	}

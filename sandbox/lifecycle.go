@@ -300,9 +300,18 @@ func listPages[R any, T any](ctx context.Context, c *Client, p PageParams, path,
 		if p.Ascending {
 			q.Set("sortOrder", "asc")
 		}
+		pages(ctx, c, &httpcore.Call{Method: "GET", Path: path, Query: q, Op: op, SandboxName: p.SandboxName}, items)(yield)
+	}
+}
+
+// pages sends call once per page, following pagination.next as the cursor
+// query parameter, and yields the items of each page.
+func pages[R any, T any](ctx context.Context, c *Client, call *httpcore.Call, items func(*R) ([]T, *string)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
 		for {
 			var page R
-			if err := c.core.JSON(ctx, &httpcore.Call{Method: "GET", Path: path, Query: q, Op: op, SandboxName: p.SandboxName}, &page); err != nil {
+			if err := c.core.JSON(ctx, call, &page); err != nil {
 				yield(zero, err)
 				return
 			}
@@ -315,7 +324,7 @@ func listPages[R any, T any](ctx context.Context, c *Client, p PageParams, path,
 			if next == nil || *next == "" {
 				return
 			}
-			q.Set("cursor", *next)
+			call.Query.Set("cursor", *next)
 		}
 	}
 }

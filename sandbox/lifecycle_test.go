@@ -385,8 +385,9 @@ func TestSnapshots(t *testing.T) {
 	del, err := e.c.DeleteSnapshot(t.Context(), snap.ID)
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.SnapshotDeleted, del.Status)
-	_, err = e.c.GetSnapshot(t.Context(), snap.ID)
-	assert.ErrorIs(t, err, sandbox.ErrNotFound)
+	tomb, err := e.c.GetSnapshot(t.Context(), snap.ID)
+	require.NoError(t, err, "a deleted snapshot stays readable, as on the API")
+	assert.Equal(t, sandbox.SnapshotDeleted, tomb.Status)
 	_, err = e.c.GetSnapshot(t.Context(), "bad/id")
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 }

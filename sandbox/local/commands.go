@@ -113,6 +113,7 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) {
 		Sudo:        c.sudo,
 		Dir:         sess.sb.dir,
 		HostCwd:     hostCwd,
+		EtcDir:      etcDir(sess.sb),
 		Stdout:      c.out.writer(streamStdout),
 		Stderr:      c.out.writer(streamStderr),
 	}

@@ -78,8 +78,15 @@
 //     empty.
 //   - Regions and failover, plans, billing, quotas, rate limits and
 //     concurrency limits (inject a Fault to see a 429).
-//   - Drives and mounts (mounts are stored and echoed only), the v1 API,
-//     listing commands and writing to a command's stdin.
+//   - Drive contents: drives are records (get-or-create, get, list,
+//     delete; a drive mounted read-write by a running sandbox is not
+//     deleted, answering 409 drive_in_use, a code of this server), and
+//     mounts are stored and echoed, not mounted.
+//   - The v1 API, listing commands and writing to a command's stdin.
+//   - Users: a sandbox has its own account files (passwd, group, shadow,
+//     gshadow in Cmd.EtcDir) and base folders (/tmp, /root,
+//     /home/vercel-sandbox, /vercel/sandbox), but whether useradd can change
+//     them is up to the executor; hostexec refuses account tools.
 //   - Per-project namespaces: names are unique across the whole server.
 //   - keepLastSnapshots only evicts by count; its expiration is ignored.
 package local

@@ -33,6 +33,11 @@ type Cmd struct {
 	Dir string
 	// HostCwd is Cwd translated to a host path.
 	HostCwd string
+	// EtcDir is the host directory of the sandbox's own, writable account
+	// files (passwd, group, shadow, gshadow), which useradd, groupadd and
+	// usermod change. An executor that gives commands a root of their own
+	// shows them at /etc over the image's /etc; see DefaultUser.
+	EtcDir string
 	// NetworkPolicy is the mode of the network policy a client set on the
 	// sandbox or its session ("allow-all", "deny-all" or "custom"), or ""
 	// when none was set. The server does not filter traffic itself; an

@@ -28,6 +28,9 @@ func (s *Server) sessionCwd(sb *sandboxRec) string {
 // makeCwd creates the host directory behind the session working directory
 // of sb.
 func (s *Server) makeCwd(sb *sandboxRec) error {
+	if err := makeBase(sb); err != nil {
+		return err
+	}
 	dir, err := s.hostPath(sb, s.sessionCwd(sb))
 	if err != nil {
 		return err

@@ -154,15 +154,20 @@ type listQuery struct {
 	cursor string
 }
 
+// parsePaging parses the limit and sortOrder of a list query.
+func parsePaging(q url.Values) (limit int, desc bool, aerr *apiError) {
+	if limit, aerr = parseLimit(q.Get("limit")); aerr != nil {
+		return 0, false, aerr
+	}
+	desc, aerr = parseSortOrder(q.Get("sortOrder"))
+	return limit, desc, aerr
+}
+
 func (s *Server) parseListQuery(q url.Values) (listQuery, *apiError) {
 	if aerr := s.checkProjectQuery(q.Get("project")); aerr != nil {
 		return listQuery{}, aerr
 	}
-	limit, aerr := parseLimit(q.Get("limit"))
-	if aerr != nil {
-		return listQuery{}, aerr
-	}
-	desc, aerr := parseSortOrder(q.Get("sortOrder"))
+	limit, desc, aerr := parsePaging(q)
 	if aerr != nil {
 		return listQuery{}, aerr
 	}

@@ -15,7 +15,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /v2/sandboxes/{name}", s.api(s.handleGetSandbox))
 	mux.Handle("PATCH /v2/sandboxes/{name}", s.api(s.handleUpdateSandbox))
 	mux.Handle("DELETE /v2/sandboxes/{name}", s.api(s.handleDeleteSandbox))
-	mux.Handle("POST /v2/sandboxes/{name}/fork", s.api(s.handleFork))
+	mux.Handle("POST /v2/sandboxes/{name}/{action}", s.api(s.handleSandboxAction)) // fork; see handleSandboxAction
 
 	mux.Handle("GET /v2/sandboxes/sessions", s.api(s.handleListSessions))
 	mux.Handle("GET /v2/sandboxes/sessions/{sid}", s.api(s.handleGetSession))
@@ -36,6 +36,11 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("GET /v2/sandboxes/snapshots/tree", s.api(s.handleSnapshotTree))
 	mux.Handle("GET /v2/sandboxes/snapshots/{id}", s.api(s.handleGetSnapshot))
 	mux.Handle("DELETE /v2/sandboxes/snapshots/{id}", s.api(s.handleDeleteSnapshot))
+
+	mux.Handle("GET /v2/sandboxes/drives", s.api(s.handleListDrives))
+	mux.Handle("GET /v2/sandboxes/drives/{name}", s.api(s.handleGetDrive))
+	mux.Handle("POST /v2/sandboxes/drives/{name}", s.api(s.handleGetOrCreateDrive))
+	mux.Handle("DELETE /v2/sandboxes/drives/{name}", s.api(s.handleDeleteDrive))
 	return mux
 }
 

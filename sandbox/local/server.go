@@ -61,6 +61,7 @@ type Server struct {
 	commands  []*commandRec
 	snapshots map[string]*snapshotRec
 	snapList  []*snapshotRec
+	drives    map[string]*driveRec // by name; made on first use
 }
 
 // New returns a server that is not listening yet: call Serve, or mount

@@ -101,8 +101,10 @@ func TestFilesConfinementVirtual(t *testing.T) {
 		tarGz(t, tarFile{name: "vercel/sandbox/link", typ: tar.TypeSymlink, link: "/etc/passwd"}), gzipHeaders()...)
 
 	// In the virtual filesystem ".." cannot climb above "/": this is the
-	// sandbox's own /etc/passwd, which does not exist.
-	h.fail(404, "not_found", "POST", sessPath(sid, "/fs/read"), map[string]any{"path": "../../../../etc/passwd"})
+	// sandbox's own /etc/passwd, never the host's.
+	status, body := h.call("POST", sessPath(sid, "/fs/read"), map[string]any{"path": "../../../../etc/passwd"})
+	require.Equal(t, 200, status)
+	require.Contains(t, string(body), local.DefaultUser+":x:1000:1000:")
 
 	// A symbolic link that leads out of the sandbox directory is refused.
 	host, err := h.srv.HostPath("virt", "escape")

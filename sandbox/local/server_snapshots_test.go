@@ -23,7 +23,7 @@ func TestSnapshots(t *testing.T) {
 	assert.Equal(t, r.Session.ID, s1.SourceSessionID)
 	assert.Equal(t, "iad1", s1.Region)
 	assert.Equal(t, []string{"iad1"}, s1.Regions)
-	assert.Equal(t, int64(2), s1.SizeBytes)
+	assert.Greater(t, s1.SizeBytes, int64(2), "the file written and the sandbox's own account files")
 	require.NotNil(t, s1.ExpiresAt, "default expiration is 30 days")
 	assert.Equal(t, s1.CreatedAt+30*24*3600*1000, *s1.ExpiresAt)
 	assert.Empty(t, s1.ParentID)
@@ -98,7 +98,9 @@ func TestSnapshots(t *testing.T) {
 	var del wire.SnapshotResponse
 	h.ok("DELETE", "/v2/sandboxes/snapshots/"+s2.ID, nil, &del)
 	assert.Equal(t, "deleted", del.Snapshot.Status)
-	h.fail(404, "not_found", "GET", "/v2/sandboxes/snapshots/"+s2.ID, nil)
+	var tomb wire.SnapshotResponse
+	h.ok("GET", "/v2/sandboxes/snapshots/"+s2.ID, nil, &tomb)
+	assert.Equal(t, "deleted", tomb.Snapshot.Status, "a deleted snapshot stays readable")
 	h.fail(404, "not_found", "DELETE", "/v2/sandboxes/snapshots/"+s2.ID, nil)
 	h.fail(410, "snapshot_not_found", "POST", "/v3/sandboxes", map[string]any{"source": map[string]any{"type": "snapshot", "snapshotId": s2.ID}})
 }
@@ -120,6 +122,8 @@ func TestKeepLastSnapshots(t *testing.T) {
 	}
 	var list wire.ListSnapshotsResponse
 	h.ok("GET", "/v2/sandboxes/snapshots?name=keep", nil, &list)
-	require.Len(t, list.Snapshots, 1)
+	require.Len(t, list.Snapshots, 3, "evicted snapshots stay listed")
 	assert.Equal(t, ids[2], list.Snapshots[0].ID)
+	assert.Equal(t, []string{"created", "deleted", "deleted"},
+		[]string{list.Snapshots[0].Status, list.Snapshots[1].Status, list.Snapshots[2].Status})
 }

@@ -10,20 +10,6 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
-// treeNode is one node of the snapshot tree answer.
-type treeNode struct {
-	Snapshot wire.Snapshot   `json:"snapshot"`
-	Siblings []wire.Snapshot `json:"siblings"`
-	Count    string          `json:"count"`
-}
-
-// treeReply answers GET /v2/sandboxes/snapshots/tree.
-type treeReply struct {
-	Snapshots  []treeNode      `json:"snapshots"`
-	Anchor     *treeNode       `json:"anchor,omitempty"`
-	Pagination wire.Pagination `json:"pagination"`
-}
-
 // captureSnapshot copies the filesystem of sess's sandbox into a new
 // snapshot and makes it the sandbox's current snapshot. A copy that fails
 // yields a snapshot with status failed.
@@ -149,11 +135,13 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) *apiErro
 	return nil
 }
 
+// lookupSnapshot finds a snapshot; a deleted one stays readable, with
+// status deleted, as on the API.
 func (s *Server) lookupSnapshot(id string) (*snapshotRec, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	snap := s.snapshots[id]
-	if snap == nil || snap.status == snapDeleted {
+	if snap == nil {
 		return nil, notFound("Snapshot %s was not found.", id)
 	}
 	return snap, nil
@@ -189,11 +177,12 @@ func (s *Server) handleDeleteSnapshot(w http.ResponseWriter, r *http.Request) *a
 	return nil
 }
 
-// handleListSnapshots serves GET /v2/sandboxes/snapshots.
+// handleListSnapshots serves GET /v2/sandboxes/snapshots. Deleted snapshots
+// stay listed, with status deleted.
 func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) *apiError {
 	out, pag, aerr := listPage(s, r, func() []*snapshotRec { return s.snapList },
 		func(snap *snapshotRec, lq listQuery) bool {
-			return snap.status != snapDeleted && (lq.name == "" || snap.sandboxName == lq.name)
+			return lq.name == "" || snap.sandboxName == lq.name
 		},
 		func(snap *snapshotRec) creationItem[wire.Snapshot] {
 			return creationItem[wire.Snapshot]{snap.seq, snap.createdAt, snapshotWire(snap)}
@@ -220,11 +209,7 @@ func (s *Server) handleSnapshotTree(w http.ResponseWriter, r *http.Request) *api
 	if anchorID == "" {
 		return badRequest("snapshotId is required.")
 	}
-	limit, aerr := parseLimit(q.Get("limit"))
-	if aerr != nil {
-		return aerr
-	}
-	desc, aerr := parseSortOrder(q.Get("sortOrder"))
+	limit, desc, aerr := parsePaging(q)
 	if aerr != nil {
 		return aerr
 	}
@@ -241,8 +226,8 @@ func (s *Server) handleSnapshotTree(w http.ResponseWriter, r *http.Request) *api
 			children[snap.parentID] = append(children[snap.parentID], snap)
 		}
 	}
-	node := func(snap *snapshotRec, siblings []*snapshotRec) treeNode {
-		n := treeNode{Snapshot: snapshotWire(snap), Siblings: []wire.Snapshot{}, Count: strconv.Itoa(len(children[snap.id]))}
+	node := func(snap *snapshotRec, siblings []*snapshotRec) wire.SnapshotTreeNode {
+		n := wire.SnapshotTreeNode{Snapshot: snapshotWire(snap), Siblings: []wire.Snapshot{}, Count: strconv.Itoa(len(children[snap.id]))}
 		for _, sib := range siblings {
 			if sib != snap {
 				n.Siblings = append(n.Siblings, snapshotWire(sib))
@@ -257,7 +242,7 @@ func (s *Server) handleSnapshotTree(w http.ResponseWriter, r *http.Request) *api
 		return children[snap.parentID]
 	}
 	a := node(anchor, parentOf(anchor))
-	reply := treeReply{Snapshots: []treeNode{}, Anchor: &a}
+	reply := wire.SnapshotTreeResponse{Snapshots: []wire.SnapshotTreeNode{}, Anchor: &a}
 	cur := anchor
 	for len(reply.Snapshots) < limit {
 		var next *snapshotRec

@@ -34,6 +34,11 @@
 // isolated executor (packages sandbox/local/hostexec and
 // sandbox/local/isolated).
 //
+// Accounts plays users and groups (useradd, groupadd, usermod, gpasswd,
+// id, sudo -u) for the user calls of package sandbox: Install adds its
+// handlers to a Script, and Executor plays them in front of a real
+// executor so that the host's accounts are never touched.
+//
 // # Faults
 //
 // Server.Inject adds a fault.Fault: an error status, a 429 with

@@ -34,6 +34,28 @@ const (
 )
 
 func TestOfficialTypeScriptSDK(t *testing.T) {
+	node, pinned := requireTSSDK(t)
+	token := "tssdk-" + strings.ReplaceAll(t.Name(), "/", "-") // not a JWT
+	srv := sandboxtest.NewServer(t,
+		local.WithExecutor(hostexec.New()),
+		local.WithHostPaths(true),
+		local.WithToken(token),
+		local.WithTeam(tssdkTeam),
+		local.WithProject(tssdkProject),
+	)
+	out := runNodeScript(t, node, "conformance.mjs", "SANDBOXTEST_URL="+srv.URL(), "SANDBOXTEST_TOKEN="+token)
+	if !strings.Contains(out, "\nPASS ") {
+		t.Fatalf("conformance.mjs exited 0 without its PASS line")
+	}
+
+	checkTSSDKRequests(t, srv.Requests(), pinned)
+}
+
+// requireTSSDK skips unless the SDK check is asked for, and fails unless
+// node and the pinned SDK are installed. It returns node's path and the
+// pinned version.
+func requireTSSDK(t *testing.T) (node, pinned string) {
+	t.Helper()
 	if os.Getenv(tssdkEnv) != "1" {
 		t.Skipf("set %s=1 to run the official @vercel/sandbox SDK against the fake "+
 			"(needs node and `npm ci` in %s; see .ci/tssdk.sh)", tssdkEnv, tssdkDir)
@@ -42,7 +64,7 @@ func TestOfficialTypeScriptSDK(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s=1 but node is not on PATH: %v", tssdkEnv, err)
 	}
-	pinned := readPackageVersion(t, filepath.Join(tssdkDir, "package.json"), true)
+	pinned = readPackageVersion(t, filepath.Join(tssdkDir, "package.json"), true)
 	installedFile := filepath.Join(tssdkDir, "node_modules", "@vercel", "sandbox", "package.json")
 	if _, err := os.Stat(installedFile); err != nil {
 		t.Fatalf("%s=1 but the SDK is not installed (run `npm ci` in %s): %v", tssdkEnv, tssdkDir, err)
@@ -52,24 +74,18 @@ func TestOfficialTypeScriptSDK(t *testing.T) {
 		t.Fatalf("installed @vercel/sandbox is %s but package.json pins %s; run `npm ci` in %s",
 			installed, pinned, tssdkDir)
 	}
+	return node, pinned
+}
 
-	token := "tssdk-" + strings.ReplaceAll(t.Name(), "/", "-") // not a JWT
-	srv := sandboxtest.NewServer(t,
-		local.WithExecutor(hostexec.New()),
-		local.WithHostPaths(true),
-		local.WithToken(token),
-		local.WithTeam(tssdkTeam),
-		local.WithProject(tssdkProject),
-	)
-
+// runNodeScript runs a script of tssdkDir with env added, logging its
+// output, and returns the output. It fails the test when the script does.
+func runNodeScript(t *testing.T, node, script string, env ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), tssdkTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "conformance.mjs")
+	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = tssdkDir
-	cmd.Env = append(os.Environ(),
-		"SANDBOXTEST_URL="+srv.URL(),
-		"SANDBOXTEST_TOKEN="+token,
-	)
+	cmd.Env = append(os.Environ(), env...)
 	out := &lineLogger{t: t, prefix: "node: "}
 	cmd.Stdout = out
 	cmd.Stderr = out
@@ -77,18 +93,14 @@ func TestOfficialTypeScriptSDK(t *testing.T) {
 	start := time.Now()
 	runErr := cmd.Run()
 	out.flush()
-	t.Logf("conformance.mjs finished in %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("%s finished in %v", script, time.Since(start).Round(time.Millisecond))
 	if ctx.Err() != nil {
-		t.Fatalf("conformance.mjs did not finish within %v", tssdkTimeout)
+		t.Fatalf("%s did not finish within %v", script, tssdkTimeout)
 	}
 	if runErr != nil {
-		t.Fatalf("conformance.mjs failed: %v (its output is logged above)", runErr)
+		t.Fatalf("%s failed: %v (its output is logged above)", script, runErr)
 	}
-	if !strings.Contains(out.String(), "\nPASS ") {
-		t.Fatalf("conformance.mjs exited 0 without its PASS line")
-	}
-
-	checkTSSDKRequests(t, srv.Requests(), pinned)
+	return out.String()
 }
 
 // checkTSSDKRequests asserts that the SDK's requests had the shapes the

@@ -55,6 +55,9 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // once both output pipes are drained, or WaitDelay after the group was
 // killed if a process outside the group still holds them.
 //
+// Account tools (useradd, groupadd, usermod, gpasswd, ...) are refused
+// with exit code 1: run on the host they would change the host's users.
+//
 // Executor needs a Unix system; elsewhere Start returns an error.
 type Executor struct {
 	path       string
@@ -156,6 +159,10 @@ func (e *Executor) prepare(ctx context.Context, cmd *local.Cmd) (localStart, *pr
 	if cmd.Sudo && e.refuseSudo {
 		return localStart{}, &procio.Exited{Code: 1, Stderr: stderr,
 			Msg: "sudo: not supported by hostexec.Executor (it cannot become root)\n"}, nil
+	}
+	if refusedAccountTool(cmd.Name) {
+		return localStart{}, &procio.Exited{Code: 1, Stderr: stderr,
+			Msg: cmd.Name + ": refused by hostexec.Executor: it would change the host's users and groups\n"}, nil
 	}
 	env := e.environ(cmd, dir)
 	path, code, msg := shellexec.LookPath(cmd.Name, env["PATH"], dir)

@@ -414,3 +414,15 @@ func verifyNoLeaks(t *testing.T) {
 	opt := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
 }
+
+func TestAccountToolsAreRefused(t *testing.T) {
+	t.Parallel()
+	var stderr strings.Builder
+	p, err := hostexec.New().Start(t.Context(), &local.Cmd{Name: "useradd", Args: []string{"-m", "intruder"}, Sudo: true,
+		Dir: t.TempDir(), Stdout: new(strings.Builder), Stderr: &stderr})
+	require.NoError(t, err)
+	code, err := p.Wait()
+	require.NoError(t, err)
+	require.Equal(t, 1, code, "the host's accounts are never touched")
+	require.Contains(t, stderr.String(), "refused")
+}

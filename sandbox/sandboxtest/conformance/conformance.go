@@ -32,12 +32,18 @@ const (
 	ScenarioFiles     = "files"     // WriteFiles, ReadFile, MkDir, a missing file
 	ScenarioResume    = "resume"    // a stopped sandbox resumes with its files
 	ScenarioErrors    = "errors"    // ErrNotFound; InputError before any request
+
+	ScenarioFilesystem   = "filesystem"    // Stat, ReadDir, Walk, Rename, links, removal, DirFS
+	ScenarioUsers        = "users"         // CreateUser, AsUser, CreateGroup, membership
+	ScenarioDrives       = "drives"        // get-or-create, get, list, delete
+	ScenarioSnapshotTree = "snapshot-tree" // lineage; a deleted snapshot stays readable
 )
 
 // Scenarios returns the names of the conformance scenarios in
 // the order they run.
 func Scenarios() []string {
-	return []string{ScenarioLifecycle, ScenarioAttached, ScenarioDetached, ScenarioFiles, ScenarioResume, ScenarioErrors}
+	return []string{ScenarioLifecycle, ScenarioAttached, ScenarioDetached, ScenarioFiles, ScenarioResume, ScenarioErrors,
+		ScenarioFilesystem, ScenarioUsers, ScenarioDrives, ScenarioSnapshotTree}
 }
 
 // DefaultPrefix starts the name of every sandbox the
@@ -95,8 +101,13 @@ type conformance struct {
 // Run runs the conformance suite against the API behind the
 // client newClient returns: one subtest per scenario (see
 // Scenarios), covering the life cycle of a sandbox, attached and
-// detached commands, files, resuming a stopped sandbox and typed errors.
-// The same scenarios pass against the local server (sandbox/local), a replayed
+// detached commands, files, resuming a stopped sandbox, typed errors, the
+// filesystem calls, users and groups, drives and the snapshot tree. The
+// users scenario needs sudo and account tools that change the sandbox's
+// own /etc: a fake whose commands run on the host fails it (see
+// sandboxtest.Accounts for an executor that plays them). The filesystem
+// scenario reports inodes and access times, so two recordings of it
+// differ. The same scenarios pass against the local server (sandbox/local), a replayed
 // recording and the real Vercel Sandbox API, which is what makes them a
 // check that the fake (or a recording) behaves like the real thing.
 //
@@ -104,8 +115,9 @@ type conformance struct {
 // after the other and each sends the same requests on every run: sandbox
 // names are derived from the prefix and the scenario, uploads carry fixed
 // timestamps and commands write their output in single writes, so a run
-// can be recorded and replayed. Commands use only sh, printf, cat, ls and
-// sleep, which exist on the real image. Every sandbox is deleted when its
+// can be recorded and replayed. Commands use only tools of the real image
+// (sh, printf, cat, ls, sleep, find, mv, cp, rm, ln, chmod, realpath,
+// test, useradd, groupadd, usermod, gpasswd, id, sudo). Every sandbox is deleted when its
 // scenario ends, whether it passed or not.
 //
 // Scenarios must not run in parallel with each other; Run does
@@ -135,6 +147,11 @@ func Run(t *testing.T, newClient func(t *testing.T) *sandbox.Client, opts ...Opt
 		ScenarioFiles:     c.runFiles,
 		ScenarioResume:    c.runResume,
 		ScenarioErrors:    c.runErrors,
+
+		ScenarioFilesystem:   c.runFilesystem,
+		ScenarioUsers:        c.runUsers,
+		ScenarioDrives:       c.runDrives,
+		ScenarioSnapshotTree: c.runSnapshotTree,
 	}
 	for _, name := range Scenarios() {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,256 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log"
+	"path"
+	"strings"
+	"text/template"
+
+	"github.com/sbx-go/vercel-sandbox/files"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+)
+
+// exampleSandbox starts an in-process fake whose commands are real
+// processes (account tools are played, never run on the host), creates a
+// sandbox holding a few files and returns it. Against the real API, use
+// sandbox.NewClient() and Client.Create instead.
+func exampleSandbox() (*sandbox.Sandbox, *sandbox.Client, func()) {
+	client, stop := fakeWith(sandboxtest.NewAccounts().Executor(hostexec.New()))
+	ctx := context.Background()
+	sb, err := client.Create(ctx, sandbox.CreateParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = sb.WriteFiles(ctx, []files.Entry{
+		files.FromString("app/main.go", "package main\n"),
+		files.FromString("app/README.md", "# app\n"),
+		files.FromString("app/web/index.tmpl", `{{define "index"}}Hello, {{.}}!{{end}}`),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return sb, client, stop
+}
+
+func ExampleSandbox_Stat() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	fi, err := sb.Stat(context.Background(), "app/main.go")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(fi.Name(), fi.Size(), fi.Mode())
+	_, err = sb.Stat(context.Background(), "app/missing.go")
+	fmt.Println(errors.Is(err, fs.ErrNotExist))
+	// Output:
+	// main.go 13 -rw-r--r--
+	// true
+}
+
+func ExampleSandbox_Lstat() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	ctx := context.Background()
+	if err := sb.Symlink(ctx, "main.go", "app/entry"); err != nil {
+		log.Fatal(err)
+	}
+	fi, err := sb.Lstat(ctx, "app/entry")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(fi.Mode().Type() == fs.ModeSymlink, fi.Sys().(*sandbox.FileStat).LinkTarget)
+	// Output: true main.go
+}
+
+func ExampleSandbox_Exists() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	ok, err := sb.Exists(context.Background(), "app/README.md")
+	fmt.Println(ok, err)
+	// Output: true <nil>
+}
+
+func ExampleSandbox_ReadDir() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	entries, err := sb.ReadDir(context.Background(), "app")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, e := range entries {
+		fmt.Println(e.Name(), e.IsDir())
+	}
+	// Output:
+	// README.md false
+	// main.go false
+	// web true
+}
+
+func ExampleSandbox_Walk() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	n := 0
+	for e, err := range sb.Walk(context.Background(), "app") {
+		if err != nil {
+			log.Fatal(err)
+		}
+		if !e.IsDir() {
+			n++
+		}
+	}
+	fmt.Println(n, "files")
+	// Output: 3 files
+}
+
+func ExampleSandbox_Remove() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	err := sb.Remove(context.Background(), "app/web")
+	fmt.Println(err != nil, "(the directory is not empty)")
+	fmt.Println(sb.Remove(context.Background(), "app/README.md"))
+	// Output:
+	// true (the directory is not empty)
+	// <nil>
+}
+
+func ExampleSandbox_RemoveAll() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	fmt.Println(sb.RemoveAll(context.Background(), "app"))
+	ok, _ := sb.Exists(context.Background(), "app")
+	fmt.Println(ok)
+	// Output:
+	// <nil>
+	// false
+}
+
+func ExampleSandbox_Rename() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	ctx := context.Background()
+	if err := sb.Rename(ctx, "app/README.md", "app/README.txt"); err != nil {
+		log.Fatal(err)
+	}
+	ok, _ := sb.Exists(ctx, "app/README.txt")
+	fmt.Println(ok)
+	// Output: true
+}
+
+func ExampleSandbox_CopyFile() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	ctx := context.Background()
+	if err := sb.CopyFile(ctx, "app/main.go", "app/main.go.bak"); err != nil {
+		log.Fatal(err)
+	}
+	data, _ := sb.ReadFileBytes(ctx, "app/main.go.bak")
+	fmt.Printf("%q\n", data)
+	// Output: "package main\n"
+}
+
+func ExampleSandbox_Chmod() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	ctx := context.Background()
+	if err := sb.Chmod(ctx, "app/main.go", 0o600); err != nil {
+		log.Fatal(err)
+	}
+	fi, _ := sb.Stat(ctx, "app/main.go")
+	fmt.Println(fi.Mode())
+	// Output: -rw-------
+}
+
+func ExampleSandbox_Chown() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	ctx := context.Background()
+	fi, _ := sb.Stat(ctx, "app/main.go")
+	st := fi.Sys().(*sandbox.FileStat)
+	// Keep the owner, set the group (-1 leaves a value unchanged).
+	fmt.Println(sb.Chown(ctx, "app/main.go", -1, st.GID))
+	// Output: <nil>
+}
+
+func ExampleSandbox_Symlink() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	err := sb.Symlink(context.Background(), "main.go", "app/README.md")
+	fmt.Println(errors.Is(err, fs.ErrExist))
+	// Output: true
+}
+
+func ExampleSandbox_Readlink() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	ctx := context.Background()
+	if err := sb.Symlink(ctx, "web/index.tmpl", "app/current"); err != nil {
+		log.Fatal(err)
+	}
+	target, err := sb.Readlink(ctx, "app/current")
+	fmt.Println(target, err)
+	// Output: web/index.tmpl <nil>
+}
+
+func ExampleSandbox_Realpath() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	ctx := context.Background()
+	real, err := sb.Realpath(ctx, "app/web/../main.go")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(path.IsAbs(real), strings.HasSuffix(real, "/app/main.go"))
+	// Output: true true
+}
+
+func ExampleSandbox_MkdirTemp() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	dir, err := sb.MkdirTemp(context.Background(), "app", "build-*.d")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(strings.HasPrefix(dir, "app/build-"), strings.HasSuffix(dir, ".d"))
+	// Output: true true
+}
+
+func ExampleSandbox_AppendFile() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	ctx := context.Background()
+	for _, line := range []string{"one\n", "two\n"} {
+		if err := sb.AppendFile(ctx, "app/log.txt", []byte(line)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	data, _ := sb.ReadFileBytes(ctx, "app/log.txt")
+	fmt.Printf("%q\n", data)
+	// Output: "one\ntwo\n"
+}
+
+func ExampleSandbox_DirFS() {
+	sb, _, stop := exampleSandbox()
+	defer stop()
+	// The view carries the context of its calls.
+	fsys := sb.DirFS(context.Background(), "app")
+	matches, err := fs.Glob(fsys, "*.md")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(matches)
+	tmpl := template.Must(template.ParseFS(fsys, "web/*.tmpl"))
+	var out strings.Builder
+	if err := tmpl.ExecuteTemplate(&out, "index", "gopher"); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out.String())
+	// Output:
+	// [README.md]
+	// Hello, gopher!
+}

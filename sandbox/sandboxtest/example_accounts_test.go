@@ -1,0 +1,74 @@
+package sandboxtest_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+
+	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+)
+
+func ExampleAccounts() {
+	accounts := sandboxtest.NewAccounts()
+	script := accounts.Install(sandboxtest.NewScript())
+	srv, err := local.New(local.WithExecutor(script))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	if err := srv.Start(mustListen()); err != nil {
+		log.Fatal(err)
+	}
+	client := srv.Client()
+	ctx := context.Background()
+	sb, err := client.Create(ctx, sandbox.CreateParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	u, err := sb.CreateUser(ctx, "alice")
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, _ := u.Output(ctx, &command.Cmd{Name: "whoami"})
+	fmt.Printf("%q %v\n", out, accounts.Users())
+	// Output: "alice\n" [alice root vercel-sandbox]
+}
+
+func ExampleAccounts_Executor() {
+	// Real processes for everything but the account tools and sudo, which
+	// are played: the host's users are never touched.
+	exec := sandboxtest.NewAccounts().Executor(hostexec.New())
+	srv, err := local.New(local.WithExecutor(exec))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	if err := srv.Start(mustListen()); err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	sb, err := srv.Client().Create(ctx, sandbox.CreateParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	g, err := sb.CreateGroup(ctx, "devs")
+	fmt.Println(g.SharedDir, err)
+	out, _ := sb.Output(ctx, &command.Cmd{Name: "echo", Args: []string{"a real echo"}})
+	fmt.Printf("%s", out)
+	// Output:
+	// /shared/devs <nil>
+	// a real echo
+}
+
+func mustListen() net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	return ln
+}

@@ -45,7 +45,8 @@ type mount struct {
 }
 
 // WithMount serves the handler h returns for every path under prefix,
-// beside the API: its requests need the server's bearer token but are not
+// beside the API: its requests need the server's bearer token (a server
+// without WithToken refuses them all, since it would take any token) but are not
 // recorded in the request log and do not pass through any Middleware.
 // Package fault mounts its control endpoint this way.
 func WithMount(prefix string, h func(s *Server) http.Handler) Option {

@@ -278,7 +278,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.inflight.leave()
 	for _, m := range s.mounts {
 		if r.URL.Path == m.prefix || strings.HasPrefix(r.URL.Path, m.prefix+"/") {
-			if aerr := s.authorizeToken(r); aerr != nil {
+			if aerr := s.authorizeMount(r); aerr != nil {
 				writeError(w, aerr)
 				return
 			}
@@ -349,6 +349,16 @@ func (s *Server) authorize(r *http.Request) *apiError {
 		}
 	}
 	return nil
+}
+
+// authorizeMount checks a request to a mounted endpoint: it needs the
+// server's token, so a server that takes any token refuses them all.
+func (s *Server) authorizeMount(r *http.Request) *apiError {
+	if s.cfg.token == "" {
+		return &apiError{status: http.StatusForbidden, code: codeForbidden,
+			message: "This endpoint needs a server token (WithToken, or --token): without one anyone could call it"}
+	}
+	return s.authorizeToken(r)
 }
 
 // authorizeToken checks the bearer token.

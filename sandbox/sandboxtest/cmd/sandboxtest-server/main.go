@@ -21,7 +21,8 @@
 //
 // Faults can also be injected and removed while the server runs, and the
 // request log read, through the control endpoint under /_sandboxtest/
-// (see fault.ControlPrefix); it needs the server's token.
+// (see fault.ControlPrefix); it needs --token, and refuses every call
+// without one.
 //
 // The first line printed on stdout is "listening on http://HOST:PORT"; the
 // second names the executor: "executor: isolated" or "executor: host

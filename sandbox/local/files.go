@@ -57,9 +57,17 @@ func (s *Server) handleWriteFiles(w http.ResponseWriter, r *http.Request) *apiEr
 		}
 		return s.relPath(sess.sb, s.resolvePath(base, clean))
 	}
+	room, err := s.uploadRoom(sess.sb)
+	if err != nil {
+		return badRequest("cannot extract the archive: %v", err)
+	}
 	// Each entry is mapped on its own: in host-path mode the SDK's x-cwd
 	// "/" lies outside the sandbox directory while its entries lie inside.
-	if _, err := tarx.Extract(r.Context(), r.Body, sess.sb.dir, tarx.Options{Target: target}); err != nil {
+	opts := tarx.Options{Target: target, MaxTotalSize: max(room, 0)}
+	if _, err := tarx.Extract(r.Context(), r.Body, sess.sb.dir, opts); err != nil {
+		if errors.Is(err, tarx.ErrTooLarge) {
+			return badRequest("cannot extract the archive: %v: the disk quota of %d bytes per sandbox is reached", err, s.cfg.quota())
+		}
 		return badRequest("cannot extract the archive: %v", err)
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
@@ -96,19 +104,26 @@ func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) *apiErro
 	return nil
 }
 
+// errNotFile reports a FIFO, socket or device where a file was expected.
+var errNotFile = errors.New("not a regular file or directory")
+
 // openInSandbox opens rel inside dir without leaving it, even through
-// symbolic links.
+// symbolic links, and without blocking: a FIFO, socket or device (which
+// a command may have put there) is refused.
 func openInSandbox(dir, rel string) (*os.File, fs.FileInfo, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer root.Close()
-	f, err := root.Open(rel)
+	f, err := root.OpenFile(rel, os.O_RDONLY|oNonblock, 0)
 	if err != nil {
 		return nil, nil, err
 	}
 	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() && !info.IsDir() {
+		err = errNotFile
+	}
 	if err != nil {
 		f.Close()
 		return nil, nil, err

@@ -11,20 +11,22 @@ import (
 type Option func(*config)
 
 type config struct {
-	exec        Executor
-	token       string
-	clock       func() time.Time
-	team        string
-	project     string
-	dir         string
-	logger      *slog.Logger
-	hostPaths   bool
-	stopDelay   time.Duration
-	maxTimeout  time.Duration
-	outputLimit int64
-	seed        *uint64
-	middleware  []Middleware
-	mounts      []mount
+	exec         Executor
+	token        string
+	clock        func() time.Time
+	team         string
+	project      string
+	dir          string
+	logger       *slog.Logger
+	hostPaths    bool
+	stopDelay    time.Duration
+	maxTimeout   time.Duration
+	outputLimit  int64
+	diskQuota    int64
+	diskQuotaSet bool
+	seed         *uint64
+	middleware   []Middleware
+	mounts       []mount
 }
 
 // A Middleware wraps the route table of a server: it sees each API request

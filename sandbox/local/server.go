@@ -39,8 +39,9 @@ type Server struct {
 
 	baseCtx    context.Context // cancelled by Close
 	cancelBase context.CancelFunc
-	createMu   sync.Mutex // serialises sandbox creation (create, fork)
-	wg         liveGroup  // background work; see LiveGoroutines
+	createMu   sync.Mutex     // serialises sandbox creation (create, fork)
+	wg         liveGroup      // background work; see LiveGoroutines
+	diskWG     sync.WaitGroup // disk quota watchers, while commands run
 	inflight   tracker
 	reqs       requestLog
 	closeOnce  sync.Once
@@ -103,8 +104,15 @@ func New(opts ...Option) (*Server, error) {
 	if real, err := filepath.EvalSymlinks(s.root); err == nil {
 		s.root = real
 	}
+	// The sandboxes' files are private whatever the mode of the root: no
+	// other host user may reach (and run) what a command left there.
 	for _, sub := range []string{"sandboxes", "snapshots"} {
-		if err := os.MkdirAll(filepath.Join(s.root, sub), 0o755); err != nil {
+		d := filepath.Join(s.root, sub)
+		err := os.MkdirAll(d, 0o700)
+		if err == nil {
+			err = os.Chmod(d, 0o700)
+		}
+		if err != nil {
 			if s.ownRoot {
 				_ = os.RemoveAll(s.root)
 			}
@@ -249,6 +257,7 @@ func (s *Server) close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.diskWG.Wait()
 	if s.ownRoot {
 		if err := os.RemoveAll(s.root); err != nil {
 			s.log.Warn("local: cannot remove directory", "err", err)

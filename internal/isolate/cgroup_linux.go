@@ -189,21 +189,15 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 	return g, nil
 }
 
-// procsFiles opens the cgroup.procs files of the group for writing: a
-// process that writes "0" to each of them joins the group.
-func (g *Cgroup) procsFiles() ([]*os.File, error) {
-	files := make([]*os.File, 0, len(g.dirs))
+// Add moves the process pid into every controller of the group; what it
+// starts from then on is in the group too.
+func (g *Cgroup) Add(pid int) error {
 	for _, d := range g.dirs {
-		f, err := os.OpenFile(filepath.Join(d, "cgroup.procs"), os.O_WRONLY, 0)
-		if err != nil {
-			for _, f := range files {
-				f.Close()
-			}
-			return nil, fmt.Errorf("isolate: cgroup: %w", err)
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("isolate: cgroup: %w", err)
 		}
-		files = append(files, f)
 	}
-	return files, nil
+	return nil
 }
 
 // OOMKilled reports whether the kernel killed a process of the group

@@ -122,6 +122,7 @@ type Executor struct {
 
 	cg       *isolate.Cgroups // nil: rlimits only
 	cgReason string
+	engine   *isolate.Engine
 }
 
 // Option configures an Executor.

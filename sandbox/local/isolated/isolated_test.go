@@ -33,7 +33,7 @@ func newIsolated(t testing.TB, opts ...isolated.Option) *isolated.Executor {
 	t.Helper()
 	iso, err := isolated.New(opts...)
 	if errors.Is(err, isolated.ErrUnavailable) {
-		t.Skip(err)
+		t.Skipf("SKIPPED: the isolation tests need bubblewrap and user namespaces: %v", err)
 	}
 	require.NoError(t, err)
 	return iso

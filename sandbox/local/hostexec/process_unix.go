@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -25,10 +26,12 @@ const localBusyRetries = 20
 
 var errLocalUnsupported error
 
-// localProcess is a running process group.
+// localProcess is a running command: the leader of its own session and
+// process group.
 type localProcess struct {
 	cmd       *exec.Cmd
 	pgid      int
+	mark      string // the marker of its environment; see sweep
 	outR      *os.File
 	errR      *os.File
 	outDone   chan struct{}
@@ -53,16 +56,21 @@ func startLocal(ctx context.Context, s localStart) (local.Process, error) {
 		outW.Close()
 		return nil, fmt.Errorf("hostexec: stderr pipe: %w", err)
 	}
+	mark := newMark()
+	env := append(slices.Clip(s.env), markEnv+"="+mark)
+	procio.CloseInherited()
 	var c *exec.Cmd
 	for attempt := 0; ; attempt++ {
+		// A session of its own: no controlling terminal, and a group that
+		// Signal reaches as a whole.
 		c = &exec.Cmd{
 			Path:        s.path,
 			Args:        append([]string{s.name}, s.args...),
 			Dir:         s.dir,
-			Env:         s.env,
+			Env:         env,
 			Stdout:      outW,
 			Stderr:      errW,
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+			SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 		}
 		err = c.Start()
 		// A file just written (a script uploaded to the sandbox) may still
@@ -88,6 +96,7 @@ func startLocal(ctx context.Context, s localStart) (local.Process, error) {
 	p := &localProcess{
 		cmd:       c,
 		pgid:      c.Process.Pid,
+		mark:      mark,
 		outR:      outR,
 		errR:      errR,
 		outDone:   make(chan struct{}),
@@ -115,6 +124,9 @@ func (p *localProcess) Signal(sig int) error {
 		return nil
 	}
 	err := syscall.Kill(-p.pgid, syscall.Signal(sig))
+	if sig == int(syscall.SIGKILL) {
+		sweep(p.mark)
+	}
 	if errors.Is(err, syscall.ESRCH) {
 		return nil // the group is gone: the process has finished
 	}
@@ -124,7 +136,8 @@ func (p *localProcess) Signal(sig int) error {
 // Wait implements Process.
 func (p *localProcess) Wait() (int, error) {
 	waitErr := p.cmd.Wait() // reaps the group leader
-	// Whatever is left of the group must not outlive the command.
+	// Whatever is left of the group, and what left it (daemons), must not
+	// outlive the command.
 	_ = p.Signal(int(syscall.SIGKILL))
 
 	// Drain the pipes. Members of the group are dead and their ends closed;

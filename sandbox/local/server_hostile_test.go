@@ -1,6 +1,8 @@
 package local_test
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,4 +147,39 @@ func TestHostileDataDirectoryIsPrivate(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "%s: no other host user may reach the sandboxes' files", sub)
 	}
+}
+
+func TestHostileStalledUploadDoesNotHoldStop(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	r := h.create(map[string]any{"name": "stall"})
+	archive := tarGz(t, tarFile{name: "big.bin", body: strings.Repeat("x", 1<<20)})
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() })
+	go func() { _, _ = pw.Write(archive[:len(archive)/2]) }() // then stall
+	req, err := http.NewRequestWithContext(t.Context(), "POST", h.srv.URL()+sessPath(r.Session.ID, "/fs/write")+"?teamId=team_test", pr)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+h.srv.Token())
+	req.Header.Set("Content-Type", "application/gzip")
+	uploaded := make(chan struct{})
+	go func() {
+		defer close(uploaded)
+		if resp, err := h.hc.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	require.Eventually(t, func() bool {
+		host, err := h.srv.HostPath("stall", "big.bin")
+		return err == nil && fileExists(host)
+	}, 30*time.Second, 5*time.Millisecond, "the upload has begun")
+	hang(t, "Stop during a stalled upload", func() {
+		h.ok("POST", sessPath(r.Session.ID, "/stop"), []byte{}, nil)
+	})
+	pw.Close()
+	<-uploaded
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -3,7 +3,7 @@
 // official TypeScript SDK included) can be tested against it.
 //
 // With --executor auto (the default), commands run isolated
-// (isolated.Executor: Linux namespaces, a private root
+// (isolated.Executor: a bubblewrap sandbox per command, a private root
 // filesystem, limits) when this system allows it, else as ordinary host
 // processes. --executor isolated insists on isolation; --executor host
 // runs commands as ordinary processes with the privileges of the server,

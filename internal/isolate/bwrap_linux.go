@@ -56,21 +56,19 @@ type Process struct {
 	init *os.Process // the sandbox's init process, through a pidfd
 }
 
-// Descriptors of the bwrap process, from 3 on, in ExtraFiles order.
+// Descriptors of the bwrap process, from 3 on, in ExtraFiles order; the
+// files of /etc follow.
 const (
 	fdInfo = 3 + iota
 	fdBlock
 	fdSeccomp
-	fdPasswd
-	fdGroup
-	fdHostname
-	fdHosts
+	fdFiles
 )
 
 // Start starts spec in a new sandbox and returns once its command is
 // about to start, bound by its limits.
 func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
-	files := generatedFiles(spec.Hostname)
+	files := etcFiles(spec.Hostname)
 	var parent, child []*os.File
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
@@ -79,7 +77,10 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	}
 	// info: bwrap writes, we read; block: we write, bwrap reads; the
 	// others carry data bwrap reads to its end.
-	data := append([][]byte{nil, nil, seccompFilter()}, files...)
+	data := [][]byte{nil, nil, seccompFilter()}
+	for _, f := range files {
+		data = append(data, f.data)
+	}
 	for i, d := range data {
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -106,7 +107,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	defer info.Close()
 	defer block.Close()
 
-	argv := append([]string{e.path}, e.args(spec, len(data[2]) > 0)...)
+	argv := append([]string{e.path}, e.args(spec, files)...)
 	c := &exec.Cmd{
 		Path:       e.path,
 		Args:       argv,
@@ -226,7 +227,7 @@ func (p *Process) Wait() (int, error) {
 }
 
 // args is bwrap's command line for spec, after argv[0].
-func (e *Engine) args(spec *Spec, seccomp bool) []string {
+func (e *Engine) args(spec *Spec, files []etcFile) []string {
 	a := []string{
 		"--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
 		"--cap-drop", "ALL",
@@ -247,8 +248,8 @@ func (e *Engine) args(spec *Spec, seccomp bool) []string {
 	}
 	a = append(a, "--uid", strconv.Itoa(uid), "--gid", strconv.Itoa(gid), "--hostname", hostname)
 	a = append(a, systemArgs()...)
-	for i, name := range generatedNames {
-		a = append(a, "--ro-bind-data", strconv.Itoa(fdPasswd+i), "/etc/"+name)
+	for i, f := range files {
+		a = append(a, "--perms", "0644", "--file", strconv.Itoa(fdFiles+i), "/etc/"+f.name)
 	}
 	for _, m := range spec.Writable {
 		a = append(a, "--bind", m.Host, m.Path)
@@ -257,29 +258,61 @@ func (e *Engine) args(spec *Spec, seccomp bool) []string {
 		a = append(a, "--ro-bind", m.Host, m.Path)
 	}
 	a = append(a, "--remount-ro", "/", "--chdir", spec.Cwd,
-		"--info-fd", strconv.Itoa(fdInfo), "--block-fd", strconv.Itoa(fdBlock))
-	if seccomp {
-		a = append(a, "--seccomp", strconv.Itoa(fdSeccomp))
-	}
+		"--info-fd", strconv.Itoa(fdInfo), "--block-fd", strconv.Itoa(fdBlock),
+		"--seccomp", strconv.Itoa(fdSeccomp))
 	a = append(a, "--", spec.Path)
 	return append(a, spec.Args...)
 }
 
 // etcPaths are the host's files of /etc that programs need, read-only.
+// Small regular files are copied into the sandbox's /etc (a write to its
+// tmpfs costs far less than a mount), symbolic links recreated, and
+// directories mounted. /etc/ssl/private stays out.
 var etcPaths = []string{
 	"resolv.conf", "nsswitch.conf", "host.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
-	"localtime", "services", "protocols", "mime.types", "ssl", "ca-certificates", "pki",
-	"crypto-policies", "alternatives", "gai.conf",
+	"localtime", "services", "protocols", "mime.types", "ssl/certs", "ssl/openssl.cnf",
+	"ca-certificates", "pki/tls/certs", "pki/ca-trust", "crypto-policies", "alternatives", "gai.conf",
 }
+
+// maxCopied is the size up to which a file of /etc is copied rather than
+// mounted: what a pipe holds before a reader drains it.
+const maxCopied = 60 << 10
 
 // shmSize bounds /dev/shm, a tmpfs, which would otherwise take memory
 // outside any rlimit.
 const shmSize = 64 << 20
 
+// hostEtc is how each of etcPaths reaches the sandbox.
+type hostEtc struct {
+	mounts []string // bwrap arguments: symbolic links and mounts
+	copied []string // names of the files to copy
+}
+
+// etcLayout sorts etcPaths once.
+var etcLayout = sync.OnceValue(func() hostEtc {
+	var h hostEtc
+	for _, e := range etcPaths {
+		p := "/etc/" + e
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if target, err := os.Readlink(p); err == nil {
+				h.mounts = append(h.mounts, "--symlink", target, p)
+			}
+		case fi.Mode().IsRegular() && fi.Size() <= maxCopied:
+			h.copied = append(h.copied, e)
+		default:
+			h.mounts = append(h.mounts, "--ro-bind", p, p)
+		}
+	}
+	return h
+})
+
 // systemArgs mount what every sandbox shares: the host's system
-// directories and a few /etc files read-only, a fresh /proc, a minimal
-// /dev (null, zero, full, random, urandom, tty, pts, shm) read-only but
-// for a bounded /dev/shm. It is computed once.
+// directories read-only, /etc with what etcLayout mounts, a fresh /proc,
+// a minimal /dev (null, zero, full, random, urandom, tty, pts, shm)
+// read-only but for a bounded /dev/shm. It is computed once.
 var systemArgs = sync.OnceValue(func() []string {
 	var a []string
 	for _, d := range systemDirs {
@@ -296,30 +329,37 @@ var systemArgs = sync.OnceValue(func() []string {
 		}
 	}
 	a = append(a, "--dir", "/etc")
-	for _, e := range etcPaths {
-		if _, err := os.Stat("/etc/" + e); err == nil {
-			a = append(a, "--ro-bind", "/etc/"+e, "/etc/"+e)
-		}
-	}
+	a = append(a, etcLayout().mounts...)
 	return append(a, "--proc", "/proc", "--dev", "/dev",
 		"--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
 })
 
-// generatedNames are the files of /etc written for each sandbox, in the
-// order of their descriptors.
-var generatedNames = []string{"passwd", "group", "hostname", "hosts"}
+// etcFile is a file written into the sandbox's /etc.
+type etcFile struct {
+	name string
+	data []byte
+}
 
-// generatedFiles returns the content of generatedNames.
-func generatedFiles(hostname string) [][]byte {
+// etcFiles returns the files of the sandbox's /etc: passwd, group,
+// hostname and hosts, generated, and the small files of etcLayout as they
+// are now on the host.
+func etcFiles(hostname string) []etcFile {
 	if hostname == "" {
 		hostname = "sandbox"
 	}
-	return [][]byte{
-		[]byte("root:x:0:0:root:/root:/bin/bash\n" +
+	files := []etcFile{
+		{"passwd", []byte("root:x:0:0:root:/root:/bin/bash\n" +
 			fmt.Sprintf("%s:x:%d:%d::/home/%s:/bin/bash\n", DefaultUser, DefaultUID, DefaultGID, DefaultUser) +
-			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"),
-		[]byte("root:x:0:\n" + fmt.Sprintf("%s:x:%d:\n", DefaultUser, DefaultGID) + "nogroup:x:65534:\n"),
-		[]byte(hostname + "\n"),
-		[]byte("127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n"),
+			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")},
+		{"group", []byte("root:x:0:\n" + fmt.Sprintf("%s:x:%d:\n", DefaultUser, DefaultGID) + "nogroup:x:65534:\n")},
+		{"hostname", []byte(hostname + "\n")},
+		{"hosts", []byte("127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n")},
 	}
+	for _, name := range etcLayout().copied {
+		data, err := os.ReadFile("/etc/" + name)
+		if err == nil && len(data) <= maxCopied {
+			files = append(files, etcFile{name, data})
+		}
+	}
+	return files
 }

@@ -224,18 +224,21 @@ func (g *Cgroup) OOMKilled() bool {
 }
 
 // Remove deletes the group. Its processes must have ended; the last of
-// them may take a moment to be released, so Remove retries for a while.
+// them may take a moment to be released, so Remove retries, at first
+// often (it is usually a matter of microseconds), for up to a second.
 func (g *Cgroup) Remove() {
 	if g == nil {
 		return
 	}
 	for _, d := range g.dirs {
-		for i := 0; i < 100; i++ {
+		wait := 50 * time.Microsecond
+		for total := time.Duration(0); total < time.Second; total += wait {
 			err := os.Remove(d)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
 				break
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(wait)
+			wait = min(2*wait, 10*time.Millisecond)
 		}
 	}
 }

@@ -292,22 +292,34 @@ type hostEtc struct {
 var etcLayout = sync.OnceValue(func() hostEtc {
 	var h hostEtc
 	for _, e := range etcPaths {
-		p := "/etc/" + e
-		fi, err := os.Lstat(p)
-		switch {
-		case err != nil:
-		case fi.Mode()&fs.ModeSymlink != 0:
-			if target, err := os.Readlink(p); err == nil {
-				h.mounts = append(h.mounts, "--symlink", target, p)
-			}
-		case fi.Mode().IsRegular() && fi.Size() <= maxCopied:
+		args, fi := mirror("/etc/" + e)
+		if fi != nil && fi.Mode().IsRegular() && fi.Size() <= maxCopied {
 			h.copied = append(h.copied, e)
-		default:
-			h.mounts = append(h.mounts, "--ro-bind", p, p)
+			continue
 		}
+		h.mounts = append(h.mounts, args...)
 	}
 	return h
 })
+
+// mirror returns the bwrap arguments that show the host path p at the
+// same path in the sandbox, read-only: a symbolic link is recreated, any
+// other file mounted. It also returns what Lstat said of p; nothing when p
+// is missing.
+func mirror(p string) ([]string, fs.FileInfo) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return nil, nil
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		return []string{"--ro-bind", p, p}, fi
+	}
+	target, err := os.Readlink(p)
+	if err != nil {
+		return nil, nil
+	}
+	return []string{"--symlink", target, p}, fi
+}
 
 // systemArgs mount what every sandbox shares: the host's system
 // directories read-only, /etc with what etcLayout mounts, a fresh /proc,
@@ -316,17 +328,8 @@ var etcLayout = sync.OnceValue(func() hostEtc {
 var systemArgs = sync.OnceValue(func() []string {
 	var a []string
 	for _, d := range systemDirs {
-		p := "/" + d
-		fi, err := os.Lstat(p)
-		switch {
-		case err != nil:
-		case fi.Mode()&fs.ModeSymlink != 0:
-			if target, err := os.Readlink(p); err == nil {
-				a = append(a, "--symlink", target, p)
-			}
-		case fi.IsDir():
-			a = append(a, "--ro-bind", p, p)
-		}
+		args, _ := mirror("/" + d)
+		a = append(a, args...)
 	}
 	a = append(a, "--dir", "/etc")
 	a = append(a, etcLayout().mounts...)

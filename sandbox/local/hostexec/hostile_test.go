@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,35 +22,27 @@ import (
 // command does: no inherited descriptor, no controlling terminal, and no
 // process left once the command has ended.
 
-// processesWith lists the host pids whose command line contains s.
-func processesWith(t *testing.T, s string) []string {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	var found []string
-	for _, e := range ents {
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(data), s) {
-			found = append(found, e.Name())
-		}
-	}
-	return found
-}
-
 func TestHostileDaemonDoesNotSurvive(t *testing.T) {
+	// Two daemons leave the command's session; each writes its pid before
+	// it sleeps, and the command prints both once both are there.
+	const script = `setsid sh -c 'echo $$ > d1; exec sleep 600' &
+(setsid sh -c 'echo $$ > d2; exec sleep 600' &)
+while [ ! -s d1 ] || [ ! -s d2 ]; do sleep 0.01; done
+cat d1 d2`
 	for _, how := range []string{"exit", "session end"} {
 		t.Run(how, func(t *testing.T) {
-			marker := map[string]string{"exit": "5151.31", "session end": "5151.32"}[how]
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			script := fmt.Sprintf("setsid sleep %[1]s & (setsid sh -c 'sleep %[1]s' &) & echo ready", marker)
-			if how == "session end" {
-				script += "; sleep " + marker
-			}
 			c := localCmd(t, "sh", "-c", script)
+			if how == "session end" {
+				c.Args[1] += "; sleep 600"
+			}
 			_, out, _, res := exectest.Start(t, ctx, hostexec.New(), c)
-			<-out.First()
-			require.Eventually(t, func() bool { return len(processesWith(t, marker)) >= 2 }, 10*time.Second, 10*time.Millisecond)
+			var pids []int
+			require.Eventually(t, func() bool {
+				pids = localPIDs(t, out.String())
+				return len(pids) == 2
+			}, 30*time.Second, 10*time.Millisecond)
 			if how == "session end" {
 				cancel()
 			}
@@ -60,8 +51,10 @@ func TestHostileDaemonDoesNotSurvive(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("Wait did not return")
 			}
-			assert.Eventually(t, func() bool { return len(processesWith(t, marker)) == 0 }, 10*time.Second, 20*time.Millisecond,
-				"no process started by the command outlives it, daemons included")
+			for _, pid := range pids {
+				assert.Eventually(t, func() bool { return localGone(pid) }, 10*time.Second, 20*time.Millisecond,
+					"daemon %d does not outlive the command", pid)
+			}
 		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/internal/exectest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/isolated"
@@ -297,19 +298,7 @@ func TestIsolatedFileSizeLimit(t *testing.T) {
 }
 
 // hostProcesses lists the host pids whose command line contains s.
-func hostProcesses(t *testing.T, s string) []string {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	var found []string
-	for _, e := range ents {
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(data, []byte(s)) {
-			found = append(found, e.Name())
-		}
-	}
-	return found
-}
+func hostProcesses(t *testing.T, s string) []string { return exectest.HostProcesses(t, s) }
 
 func TestIsolatedKillLeavesNoOrphans(t *testing.T) {
 	requireLinux(t)

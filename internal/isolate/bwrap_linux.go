@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -65,6 +66,10 @@ const (
 	fdFiles
 )
 
+// startRetries is how often Start retries a fork of bwrap that failed
+// with EAGAIN.
+const startRetries = 20
+
 // Start starts spec in a new sandbox and returns once its command is
 // about to start, bound by its limits.
 func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
@@ -108,23 +113,33 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	defer block.Close()
 
 	argv := append([]string{e.path}, e.args(spec, files)...)
-	c := &exec.Cmd{
-		Path:       e.path,
-		Args:       argv,
-		Env:        spec.Env,
-		Dir:        "/",
-		Stdout:     o.Stdout,
-		Stderr:     o.Stderr,
-		ExtraFiles: child,
-		SysProcAttr: &syscall.SysProcAttr{
-			Setsid:    true,
-			Pdeathsig: syscall.SIGKILL,
-		},
+	var c *exec.Cmd
+	var err error
+	for attempt := 0; ; attempt++ {
+		c = &exec.Cmd{
+			Path:       e.path,
+			Args:       argv,
+			Env:        spec.Env,
+			Dir:        "/",
+			Stdout:     o.Stdout,
+			Stderr:     o.Stderr,
+			ExtraFiles: child,
+			SysProcAttr: &syscall.SysProcAttr{
+				Setsid:    true,
+				Pdeathsig: syscall.SIGKILL,
+			},
+		}
+		err = c.Start()
+		// EAGAIN: the host is short of processes for a moment (another
+		// sandbox's fork bomb at its limit, say); that passes.
+		if !errors.Is(err, syscall.EAGAIN) || attempt == startRetries {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 	}
-	err := c.Start()
 	closeAll(child)
 	if err != nil {
-		return nil, fmt.Errorf("%w: start bwrap: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("isolate: start bwrap: %w", err)
 	}
 	p := &Process{cmd: c}
 	abort := func(err error) (*Process, error) {

@@ -53,8 +53,11 @@ type Options struct {
 
 // Process is a running sandbox.
 type Process struct {
-	cmd  *exec.Cmd
-	init *os.Process // the sandbox's init process, through a pidfd
+	cmd *exec.Cmd
+
+	mu    sync.Mutex
+	init  *os.Process // the sandbox's init process, through a pidfd
+	ended bool        // Wait has reaped bwrap and released init
 }
 
 // Descriptors of the bwrap process, from 3 on, in ExtraFiles order; the
@@ -201,6 +204,11 @@ func prlimit(pid, resource int, lim, old *syscall.Rlimit) error {
 // Signal sends sig to the sandbox: SIGKILL ends the whole sandbox at once;
 // other signals go to the command's process group.
 func (p *Process) Signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return nil
+	}
 	if sig == syscall.SIGKILL {
 		err := p.init.Kill() // the kernel kills the rest of the PID namespace
 		_ = p.cmd.Process.Kill()
@@ -230,7 +238,10 @@ func (p *Process) Signal(sig syscall.Signal) error {
 // its status, or 128+signal when it was killed by a signal.
 func (p *Process) Wait() (int, error) {
 	err := p.cmd.Wait()
+	p.mu.Lock()
+	p.ended = true
 	_ = p.init.Release()
+	p.mu.Unlock()
 	st := p.cmd.ProcessState
 	if st == nil {
 		return -1, err

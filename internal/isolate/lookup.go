@@ -1,6 +1,7 @@
 package isolate
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -31,7 +32,13 @@ func (spec *Spec) stat(p string) (fs.FileInfo, error) {
 				return nil, err
 			}
 			defer root.Close()
-			return root.Stat(filepath.FromSlash(rel))
+			fi, err := root.Stat(filepath.FromSlash(rel))
+			if err != nil && !errors.Is(err, fs.ErrPermission) {
+				// A link out of the tree leads, in the sandbox, to a
+				// path that does not exist there.
+				err = &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
+			}
+			return fi, err
 		}
 	}
 	for _, m := range spec.ReadOnly {

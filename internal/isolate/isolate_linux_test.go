@@ -1,0 +1,60 @@
+package isolate
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestArgs(t *testing.T) {
+	e := &Engine{path: "bwrap", disableUserns: true}
+	spec := &Spec{Path: "/usr/bin/true", Cwd: "/vercel/sandbox", Writable: []Mount{{Host: "/h/vercel", Path: "/vercel"}}}
+	a := strings.Join(e.args(spec, etcFiles("box")), " ")
+	for _, want := range []string{"--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop ALL",
+		"--disable-userns", "--uid 1000", "--bind /h/vercel /vercel", "--remount-ro / --chdir /vercel/sandbox", "-- /usr/bin/true"} {
+		assert.Contains(t, a, want)
+	}
+	assert.NotContains(t, a, "--share-net", "loopback only by default")
+	assert.NotContains(t, a, "/etc/ssl/private", "host keys stay out")
+	spec.Network, spec.Root = true, true
+	a = strings.Join(e.args(spec, nil), " ")
+	assert.Contains(t, a, "--share-net")
+	assert.Contains(t, a, "--uid 0")
+}
+
+func TestLookPathStaysInTheTree(t *testing.T) {
+	tree, outside := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "tool"), []byte("#!/bin/sh\n"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(tree, "sandbox", "bin"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(tree, "sandbox", "bin", "app"), []byte("#!/bin/sh\n"), 0o755))
+	require.NoError(t, os.Symlink(outside, filepath.Join(tree, "sandbox", "lnk")))
+	spec := &Spec{Name: "bin/app", Cwd: "/vercel/sandbox", Writable: []Mount{{Host: tree, Path: "/vercel"}}}
+	code, msg := spec.LookPath("/usr/bin")
+	require.Zero(t, code, msg)
+	assert.Equal(t, "/vercel/sandbox/bin/app", spec.Path)
+
+	spec.Name = "lnk/tool"
+	code, _ = spec.LookPath("/usr/bin")
+	assert.Equal(t, 127, code, "a link out of the tree is not followed")
+
+	spec.Name = "sh"
+	code, _ = spec.LookPath("/usr/bin:/bin")
+	require.Zero(t, code)
+	assert.True(t, strings.HasSuffix(spec.Path, "/sh"))
+}
+
+func TestSeccompFilter(t *testing.T) {
+	prog := seccompFilter()
+	require.NotEmpty(t, prog)
+	assert.Zero(t, len(prog)%8, "bwrap reads whole sock_filter records")
+	if auditArch != 0 {
+		last := buildFilter()
+		assert.Equal(t, sockFilter{code: bpfRetK, k: retAllow}, last[len(last)-1], "what no rule refuses is allowed")
+		assert.True(t, slices.ContainsFunc(last, func(f sockFilter) bool { return f.k == setidBits }))
+	}
+}

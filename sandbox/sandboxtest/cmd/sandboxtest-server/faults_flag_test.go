@@ -88,3 +88,39 @@ func TestRunRejectsBadFault(t *testing.T) {
 	require.ErrorIs(t, err, errUsage)
 	assert.Contains(t, stderr.String(), "not a whole number")
 }
+
+// Without --token the API takes any token, so the control endpoint takes
+// none: anyone on the port could otherwise inject faults.
+func TestRunControlNeedsToken(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--executor", "host"}, pw, io.Discard)
+		pw.Close()
+	}()
+	br := bufio.NewReader(pr)
+	first, err := br.ReadString('\n')
+	require.NoError(t, err)
+	base := strings.TrimSpace(strings.TrimPrefix(first, "listening on "))
+	go func() { _, _ = io.Copy(io.Discard, br) }()
+
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequest("POST", base+"/_sandboxtest/faults", strings.NewReader(`{"status":500}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer anything")
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 403, resp.StatusCode, "no fault injected without --token")
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not stop")
+	}
+}

@@ -15,24 +15,38 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Faults given with --fault apply from the start; the control endpoint
-// lists them and adds more, and needs the token.
-func TestRunWithFaults(t *testing.T) {
+// serve runs the server with args until stop, which checks that it stopped
+// cleanly, and returns its base URL.
+func serve(t *testing.T, args ...string) (base string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--token", "tok",
-			"--fault", "GET /v2/sandboxes/* status=503 retry-after=7 times=1",
-			"--fault", `POST /v2/sandboxes/sessions/*/cmd status=500 message="lost answer"`}, pw, io.Discard)
+		done <- run(ctx, append([]string{"--listen", "127.0.0.1:0"}, args...), pw, io.Discard)
 		pw.Close()
 	}()
 	br := bufio.NewReader(pr)
 	first, err := br.ReadString('\n')
 	require.NoError(t, err)
-	base := strings.TrimSpace(strings.TrimPrefix(first, "listening on "))
 	go func() { _, _ = io.Copy(io.Discard, br) }()
+	return strings.TrimSpace(strings.TrimPrefix(first, "listening on ")), func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the server did not stop")
+		}
+	}
+}
+
+// Faults given with --fault apply from the start; the control endpoint
+// lists them and adds more, and needs the token.
+func TestRunWithFaults(t *testing.T) {
+	base, stop := serve(t, "--token", "tok",
+		"--fault", "GET /v2/sandboxes/* status=503 retry-after=7 times=1",
+		"--fault", `POST /v2/sandboxes/sessions/*/cmd status=500 message="lost answer"`)
 
 	hc := &http.Client{Transport: &http.Transport{}}
 	defer hc.CloseIdleConnections()
@@ -72,14 +86,7 @@ func TestRunWithFaults(t *testing.T) {
 	status, _, body = call("GET", "/_sandboxtest/requests", "tok", "", "")
 	require.Equal(t, 200, status)
 	assert.Equal(t, 4, strings.Count(body, `"method"`), body)
-
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not return after shutdown")
-	}
+	stop()
 }
 
 func TestRunRejectsBadFault(t *testing.T) {
@@ -92,20 +99,8 @@ func TestRunRejectsBadFault(t *testing.T) {
 // Without --token the API takes any token, so the control endpoint takes
 // none: anyone on the port could otherwise inject faults.
 func TestRunControlNeedsToken(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--executor", "host"}, pw, io.Discard)
-		pw.Close()
-	}()
-	br := bufio.NewReader(pr)
-	first, err := br.ReadString('\n')
-	require.NoError(t, err)
-	base := strings.TrimSpace(strings.TrimPrefix(first, "listening on "))
-	go func() { _, _ = io.Copy(io.Discard, br) }()
-
+	base, stop := serve(t, "--executor", "host")
+	defer stop()
 	hc := &http.Client{Transport: &http.Transport{}}
 	defer hc.CloseIdleConnections()
 	req, err := http.NewRequest("POST", base+"/_sandboxtest/faults", strings.NewReader(`{"status":500}`))
@@ -115,12 +110,4 @@ func TestRunControlNeedsToken(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, 403, resp.StatusCode, "no fault injected without --token")
-
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server did not stop")
-	}
 }

@@ -89,7 +89,7 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 // Limits per command: memory (Memory; a cgroup when one is
 // writable, else RLIMIT_AS, which limits address space rather than resident
 // memory), processes (Procs; a pids cgroup when writable, and
-// RLIMIT_NPROC, counted in the sandbox's own user namespace), CPU
+// RLIMIT_NPROC, which does not bind when the server runs as root), CPU
 // time (CPUTime, RLIMIT_CPU) and file size (FileSize,
 // RLIMIT_FSIZE). A command that exceeds its memory gets MemoryLimitMarker
 // as the last line of its standard error: with a cgroup it was killed (exit

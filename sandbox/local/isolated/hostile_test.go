@@ -218,6 +218,7 @@ func TestProbeDiskQuota(t *testing.T) {
 	assert.Equal(t, 137, res.ExitCode, "the command was killed")
 	assert.Contains(t, string(res.Stderr), "disk quota")
 	used := diskUsage(t, filepath.Join(h.dir, "sandboxes"))
+	t.Logf("on disk when the command was killed: %d MiB (quota %d MiB)", used>>20, quota>>20)
 	assert.Less(t, used, int64(2<<30), "the disk filled far less than the command tried (10 GB)")
 	err := h.sb.WriteFile(t.Context(), "/vercel/sandbox/more", []byte("x"))
 	var apiErr *sandbox.APIError

@@ -61,3 +61,9 @@ func (g *Cgroup) OOMKilled() bool { return false }
 
 // Remove does nothing.
 func (g *Cgroup) Remove() {}
+
+// Release does nothing.
+func (g *Cgroup) Release() {}
+
+// Close does nothing.
+func (c *Cgroups) Close() {}

@@ -56,7 +56,8 @@ func WithMount(prefix string, h func(s *Server) http.Handler) Option {
 }
 
 // WithExecutor sets what runs the commands clients start. Without it no
-// command can start: each ends with exit code 127.
+// command can start: each ends with exit code 127. When e has a Close
+// method (io.Closer), Close calls it once every command has ended.
 func WithExecutor(e Executor) Option { return func(c *config) { c.exec = e } }
 
 // WithToken makes the server accept exactly this bearer token. By default

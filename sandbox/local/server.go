@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -258,6 +259,9 @@ func (s *Server) close() {
 	s.mu.Unlock()
 	s.wg.Wait()
 	s.diskWG.Wait()
+	if c, ok := s.exec.(io.Closer); ok {
+		_ = c.Close() // every command has ended
+	}
 	if s.ownRoot {
 		if err := os.RemoveAll(s.root); err != nil {
 			s.log.Warn("local: cannot remove directory", "err", err)

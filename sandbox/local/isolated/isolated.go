@@ -228,6 +228,14 @@ func (e *Executor) Limits() string {
 	return b.String()
 }
 
+// Close removes what the executor keeps between commands (control groups
+// kept for reuse). Commands started later still run. A local.Server
+// closes its executor when it closes.
+func (e *Executor) Close() error {
+	e.cg.Close()
+	return nil
+}
+
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // newIsolated applies the defaults and opts.

@@ -52,7 +52,10 @@ func (e *Executor) probe() error {
 	}
 	defer os.RemoveAll(dir)
 	var stderr strings.Builder
-	p, err := e.Start(context.Background(), &local.Cmd{
+	// Without control groups: an executor that is never used keeps none.
+	bare := *e
+	bare.cg = nil
+	p, err := bare.Start(context.Background(), &local.Cmd{
 		Name: "sh", Args: []string{"-c", "exit 0"}, Dir: dir, Cwd: "/vercel/sandbox", Stderr: &stderr,
 	})
 	if err != nil {
@@ -165,14 +168,14 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		cg.Remove()
+		cg.Release()
 		return nil, fmt.Errorf("isolated: stdout pipe: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		cg.Remove()
+		cg.Release()
 		return nil, fmt.Errorf("isolated: stderr pipe: %w", err)
 	}
 	procio.CloseInherited()
@@ -184,7 +187,7 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 		said, _ := io.ReadAll(io.LimitReader(errR, 4<<10))
 		outR.Close()
 		errR.Close()
-		cg.Remove()
+		cg.Release()
 		if msg := strings.TrimSpace(string(said)); msg != "" {
 			err = fmt.Errorf("%w: %s", err, msg)
 		}
@@ -312,7 +315,7 @@ func (p *isolatedProcess) Wait() (int, error) {
 	case code == 128+int(syscall.SIGXCPU):
 		_, _ = io.WriteString(p.stderr, "\n"+CPULimitMarker+"\n")
 	}
-	p.cg.Remove()
+	p.cg.Release()
 	return code, waitErr
 }
 

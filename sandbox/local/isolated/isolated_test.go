@@ -37,6 +37,7 @@ func newIsolated(t testing.TB, opts ...isolated.Option) *isolated.Executor {
 		t.Skipf("SKIPPED: the isolation tests need bubblewrap and user namespaces: %v", err)
 	}
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = iso.Close() })
 	return iso
 }
 

@@ -3,8 +3,8 @@
 // outcome as one JSON object.
 //
 // It starts the local Vercel Sandbox API (package
-// sandbox/local) with isolated.Executor, so the snippet runs in its
-// own Linux namespaces with a private root filesystem, no network and a
+// sandbox/local) with isolated.Executor, so the snippet runs in a
+// bubblewrap sandbox with a private root filesystem, no network and a
 // memory limit, and drives it with the ordinary client, as it would drive
 // a Vercel sandbox. Where isolation is unavailable it says why on standard
 // error and runs the snippet as a host process.

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -18,18 +20,33 @@ import (
 // directory with the memory and pids controllers delegated, or the
 // directories of the cgroup v1 memory and pids hierarchies, whichever is
 // writable.
+//
+// Creating and removing a group costs the kernel about as much as starting
+// a sandbox, so groups whose processes have ended are kept for the next
+// sandbox (at most maxIdle of them) until Close.
 type Cgroups struct {
 	v2      string // cgroup v2 parent directory, or ""
 	memory  string // cgroup v1 memory parent, or ""
 	pids    string // cgroup v1 pids parent, or ""
 	counter atomic.Int64
+
+	mu     sync.Mutex
+	idle   []*Cgroup
+	closed bool
 }
+
+// maxIdle bounds the groups kept for reuse.
+const maxIdle = 8
 
 // Cgroup is the control group of one sandbox.
 type Cgroup struct {
-	dirs   []string
-	memDir string
-	v2     bool
+	dirs      []string
+	memDir    string
+	v2        bool
+	memory    int64    // its limits
+	pids      int64    //
+	oomBefore int64    // OOM kills counted before its sandbox
+	owner     *Cgroups // where it goes back when released
 }
 
 // FindCgroups looks for writable control groups under the ones this process
@@ -92,15 +109,35 @@ func FindCgroups() (*Cgroups, error) {
 	}
 	if cg.v2 != "" {
 		cg.memory, cg.pids = "", ""
-		return cg, nil
 	}
-	if cg.memory == "" && cg.pids == "" {
+	if cg.v2 == "" && cg.memory == "" && cg.pids == "" {
 		if len(reasons) == 0 {
 			reasons = append(reasons, "no memory or pids controller found")
 		}
 		return nil, errors.New(strings.Join(reasons, "; "))
 	}
+	cg.removeStale()
 	return cg, nil
+}
+
+// removeStale removes the empty groups that a server which ended without
+// Close kept for reuse: their names carry its pid.
+func (c *Cgroups) removeStale() {
+	for _, parent := range []string{c.v2, c.memory, c.pids} {
+		if parent == "" {
+			continue
+		}
+		ents, _ := os.ReadDir(parent)
+		for _, e := range ents {
+			rest, ok := strings.CutPrefix(e.Name(), "sandbox-")
+			pidText, _, _ := strings.Cut(rest, "-")
+			pid, err := strconv.Atoi(pidText)
+			if !ok || err != nil || pid == os.Getpid() || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+				continue
+			}
+			_ = os.Remove(filepath.Join(parent, e.Name())) // fails if not empty
+		}
+	}
 }
 
 // Memory reports whether memory can be limited by a control group.
@@ -130,10 +167,20 @@ func (c *Cgroups) String() string {
 // New creates a control group limited to memory bytes (0: no limit) and
 // pids processes (0: no limit).
 func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
+	c.mu.Lock()
+	for i, g := range c.idle {
+		if g.memory == memory && g.pids == pids && g.empty() {
+			c.idle = append(c.idle[:i], c.idle[i+1:]...)
+			c.mu.Unlock()
+			g.oomBefore = g.oomKills()
+			return g, nil
+		}
+	}
+	c.mu.Unlock()
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	name := fmt.Sprintf("sandbox-%d-%d-%x", os.Getpid(), c.counter.Add(1), rnd)
-	g := &Cgroup{}
+	g := &Cgroup{memory: memory, pids: pids, owner: c}
 	mk := func(parent string) (string, error) {
 		dir := filepath.Join(parent, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -189,28 +236,73 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 	return g, nil
 }
 
-// procsFiles opens the cgroup.procs files of the group for writing: a
-// process that writes "0" to each of them joins the group.
-func (g *Cgroup) procsFiles() ([]*os.File, error) {
-	files := make([]*os.File, 0, len(g.dirs))
+// Add moves the process pid into every controller of the group; what it
+// starts from then on is in the group too.
+func (g *Cgroup) Add(pid int) error {
 	for _, d := range g.dirs {
-		f, err := os.OpenFile(filepath.Join(d, "cgroup.procs"), os.O_WRONLY, 0)
-		if err != nil {
-			for _, f := range files {
-				f.Close()
-			}
-			return nil, fmt.Errorf("isolate: cgroup: %w", err)
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("isolate: cgroup: %w", err)
 		}
-		files = append(files, f)
 	}
-	return files, nil
+	return nil
+}
+
+// Release hands back a group whose processes have ended: it is kept for
+// a next sandbox, or removed. The kernel may take a moment to release the
+// last of them: New reuses a group only once it is empty.
+func (g *Cgroup) Release() {
+	if g == nil {
+		return
+	}
+	if c := g.owner; c != nil {
+		c.mu.Lock()
+		if !c.closed && len(c.idle) < maxIdle {
+			c.idle = append(c.idle, g)
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+	}
+	g.Remove()
+}
+
+// empty reports whether no process is left in the group.
+func (g *Cgroup) empty() bool {
+	for _, d := range g.dirs {
+		data, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err != nil || len(bytes.TrimSpace(data)) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Close removes the groups kept for reuse; from then on released groups
+// are removed at once.
+func (c *Cgroups) Close() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	idle := c.idle
+	c.idle, c.closed = nil, true
+	c.mu.Unlock()
+	for _, g := range idle {
+		g.Remove()
+	}
 }
 
 // OOMKilled reports whether the kernel killed a process of the group
-// because it exceeded its memory limit.
+// because it exceeded its memory limit, since New returned it.
 func (g *Cgroup) OOMKilled() bool {
+	return g != nil && g.oomKills() > g.oomBefore
+}
+
+// oomKills returns how many processes of the group the kernel has killed
+// for exceeding its memory limit.
+func (g *Cgroup) oomKills() int64 {
 	if g == nil || g.memDir == "" {
-		return false
+		return 0
 	}
 	name := "memory.oom_control"
 	if g.v2 {
@@ -218,30 +310,34 @@ func (g *Cgroup) OOMKilled() bool {
 	}
 	data, err := os.ReadFile(filepath.Join(g.memDir, name))
 	if err != nil {
-		return false
+		return 0
 	}
 	for line := range bytes.Lines(data) {
 		f := strings.Fields(string(line))
-		if len(f) == 2 && f[0] == "oom_kill" && f[1] != "0" {
-			return true
+		if len(f) == 2 && f[0] == "oom_kill" {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
 		}
 	}
-	return false
+	return 0
 }
 
 // Remove deletes the group. Its processes must have ended; the last of
-// them may take a moment to be released, so Remove retries for a while.
+// them may take a moment to be released, so Remove retries, at first
+// often (it is usually a matter of microseconds), for up to a second.
 func (g *Cgroup) Remove() {
 	if g == nil {
 		return
 	}
 	for _, d := range g.dirs {
-		for i := 0; i < 100; i++ {
+		wait := 50 * time.Microsecond
+		for total := time.Duration(0); total < time.Second; total += wait {
 			err := os.Remove(d)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
 				break
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(wait)
+			wait = min(2*wait, 10*time.Millisecond)
 		}
 	}
 }

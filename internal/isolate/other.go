@@ -11,18 +11,23 @@ import (
 
 var errOS = fmt.Errorf("%w: Linux namespaces are not available on %s", ErrUnavailable, runtime.GOOS)
 
-// Options are the parent's side of a sandbox.
+// Engine is unavailable.
+type Engine struct{}
+
+// NewEngine fails: isolation needs Linux.
+func NewEngine() (*Engine, error) { return nil, errOS }
+
+// Options are the host's side of a sandbox.
 type Options struct {
-	Network        bool
 	Cgroup         *Cgroup
 	Stdout, Stderr *os.File
 }
 
 // Process is a running sandbox.
-type Process struct{ Pid int }
+type Process struct{}
 
 // Start fails: isolation needs Linux.
-func Start(*Spec, Options) (*Process, error) { return nil, errOS }
+func (e *Engine) Start(*Spec, Options) (*Process, error) { return nil, errOS }
 
 // Signal does nothing.
 func (p *Process) Signal(syscall.Signal) error { return nil }
@@ -56,3 +61,9 @@ func (g *Cgroup) OOMKilled() bool { return false }
 
 // Remove does nothing.
 func (g *Cgroup) Remove() {}
+
+// Release does nothing.
+func (g *Cgroup) Release() {}
+
+// Close does nothing.
+func (c *Cgroups) Close() {}

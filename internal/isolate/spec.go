@@ -1,23 +1,22 @@
-// Package isolate runs a command in its own Linux namespaces (user, mount,
-// PID, network, UTS and IPC) with a private root filesystem and resource
-// limits, without requiring root on the host.
+// Package isolate is the glue between the isolated executor
+// (sandbox/local/isolated, its only importer) and bubblewrap, the engine
+// that isolates each command: bwrap creates the namespaces (user, mount,
+// PID, network, UTS, IPC, cgroup), builds the root filesystem, starts the
+// command in a new session without a controlling terminal, drops every
+// capability, sets no-new-privileges and kills the whole sandbox when its
+// parent dies.
 //
-// The parent re-executes its own binary (/proc/self/exe) with a marker in the
-// environment. The package's init function recognises the marker before the
-// packages that import this one initialise, becomes the namespace's init
-// process (PID 1), builds the root filesystem, starts the command in a
-// nested user namespace (as uid 0 for sudo, else as an unprivileged uid) and
-// exits with the command's status, which ends every process of the PID
-// namespace. The command is started through a second re-execution, the exec
-// stage, which joins the control groups, applies the resource limits and
-// executes the command: the limits and control groups bind the command and
-// what it starts, never the init process. A program can use Start only if it
-// imports this package; sandbox/local/isolated is its only importer.
+// This package does what bwrap does not: the layout of the sandbox's
+// filesystem (which host paths appear where, generated /etc files), the
+// resource limits (rlimits and control groups, applied to the sandbox's
+// init process before the command starts, so the command and all it starts
+// inherit them), a seccomp filter that keeps files from becoming setuid or
+// setgid, the network policy (loopback only, or the host's network), and
+// the shell's lookup of the command with its exit codes 126 and 127.
 package isolate
 
 import (
 	"errors"
-	"fmt"
 )
 
 // ErrUnavailable reports that isolation cannot be used on this system.
@@ -31,53 +30,45 @@ const (
 	DefaultUser = "vercel-sandbox"
 )
 
-// Mount is a host directory made visible at Path inside the sandbox.
+// Mount is a host path made visible at Path inside the sandbox.
 type Mount struct {
-	Host string `json:"host"`
-	Path string `json:"path"`
+	Host string
+	Path string
 }
 
 // Rlimit is one resource limit (a syscall.RLIMIT_* resource).
 type Rlimit struct {
-	Resource int    `json:"resource"`
-	Cur      uint64 `json:"cur"`
-	Max      uint64 `json:"max"`
+	Resource int
+	Cur      uint64
+	Max      uint64
 }
 
 // Spec describes one isolated command.
 type Spec struct {
-	// Name is the command as requested; Args follow it in argv. Name is
-	// looked up in the PATH of Env inside the sandbox.
-	Name string   `json:"name"`
-	Args []string `json:"args,omitempty"`
-	Env  []string `json:"env,omitempty"`
+	// Path is the command to execute, a sandbox path (see LookPath); Args
+	// follow it in argv, whose first element is Name.
+	Name string
+	Path string
+	Args []string
+	Env  []string
 	// Cwd is the working directory, a sandbox path.
-	Cwd string `json:"cwd"`
+	Cwd string
 	// Root runs the command as uid 0 inside the sandbox; otherwise it runs
-	// as DefaultUID.
-	Root bool `json:"root,omitempty"`
+	// as DefaultUID. Either has no capability.
+	Root bool
 	// Hostname is the sandbox's host name.
-	Hostname string `json:"hostname,omitempty"`
+	Hostname string
 	// Writable lists host directories mounted read-write.
-	Writable []Mount `json:"writable,omitempty"`
+	Writable []Mount
 	// ReadOnly lists extra host paths mounted read-only.
-	ReadOnly []Mount `json:"readOnly,omitempty"`
-	// Rlimits are applied to the command, and so inherited by every
-	// process it starts; the init process is not bound by them.
-	Rlimits []Rlimit `json:"rlimits,omitempty"`
-	// Loopback brings up the loopback interface; set it when the sandbox
-	// has its own network namespace.
-	Loopback bool `json:"loopback,omitempty"`
+	ReadOnly []Mount
+	// Rlimits bind the sandbox's processes.
+	Rlimits []Rlimit
+	// Network gives the sandbox the host's network; otherwise it has its
+	// own network namespace with only a loopback interface.
+	Network bool
 }
 
-// StartError reports a command that could not be started, as a shell
-// reports it: an exit code (127 not found, 126 not executable) and a
-// message for standard error.
-type StartError struct {
-	Code    int
-	Message string
-}
-
-func (e *StartError) Error() string {
-	return fmt.Sprintf("isolate: exit %d: %s", e.Code, e.Message)
-}
+// systemDirs are mounted read-only from the host (or recreated as the same
+// symbolic links).
+var systemDirs = []string{"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"}

@@ -24,6 +24,12 @@ const (
 // dir. On failure it returns the shell's exit code (NotFound or
 // NotExecutable) and its message, which ends with a newline.
 func LookPath(name, pathEnv, dir string) (path string, code int, msg string) {
+	return LookPathFunc(name, pathEnv, dir, os.Stat)
+}
+
+// LookPathFunc is LookPath with stat in place of os.Stat, for a lookup in
+// a file system other than the host's, such as a sandbox's.
+func LookPathFunc(name, pathEnv, dir string, stat func(string) (fs.FileInfo, error)) (path string, code int, msg string) {
 	if name == "" {
 		return "", NotFound, ": command not found\n"
 	}
@@ -32,7 +38,7 @@ func LookPath(name, pathEnv, dir string) (path string, code int, msg string) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		fi, err := os.Stat(p)
+		fi, err := stat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return "", NotFound, name + ": No such file or directory\n"
@@ -53,7 +59,7 @@ func LookPath(name, pathEnv, dir string) (path string, code int, msg string) {
 			d = filepath.Join(dir, d)
 		}
 		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		if fi, err := stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			return p, 0, ""
 		}
 	}

@@ -356,7 +356,10 @@ func writeFile(ctx context.Context, rt *os.Root, name string, h *tar.Header, con
 	if st, err := rt.Stat(name); err == nil && !st.Mode().IsRegular() {
 		return fmt.Errorf("%s exists and is not a regular file", filepath.ToSlash(name))
 	}
-	f, err := rt.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	// O_NONBLOCK: a FIFO put in the way after the check above fails to
+	// open (or opens at once) rather than blocking; it changes nothing
+	// for a regular file.
+	f, err := rt.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|oNonblock, 0o600)
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,9 @@ func (s *Server) handleRunCommand(w http.ResponseWriter, r *http.Request) *apiEr
 		cwd = s.resolvePath(sess.cwd, req.Cwd)
 	}
 	hostCwd, err := s.hostPath(sess.sb, cwd)
+	if err == nil {
+		hostCwd, err = makeDirIn(sess.sb.dir, hostCwd)
+	}
 	if err != nil {
 		return badRequest("Invalid cwd %q: %v", req.Cwd, err)
 	}
@@ -96,6 +99,7 @@ func (s *Server) registerCommand(sess *sessionRec, req *wire.CommandRequest, cwd
 	s.commands = append(s.commands, c)
 	sess.ops.Add(1)
 	s.wg.Add(1)
+	s.watchDisk(sess)
 	return c, commandWire(c), nil
 }
 

@@ -6,8 +6,19 @@
 // codes and error bodies. Sandboxes, sessions, commands and snapshots are
 // kept in memory; each sandbox's filesystem is a directory on the host, and
 // commands are run by an Executor: package hostexec runs host processes,
-// package isolated runs them in namespaces of their own, and
+// package isolated runs each in a bubblewrap sandbox of its own, and
 // sandboxtest.Script plays scripted handlers.
+//
+// # Hostile commands
+//
+// Whatever a command leaves in its sandbox's tree, the server's own file
+// operations (fs/read, fs/write, fs/mkdir, the working directory of a
+// command, snapshots) resolve every path inside the sandbox's directory
+// and never follow a link out of it, and they refuse FIFOs, sockets and
+// devices without blocking on them; a stop ends the uploads in flight, so
+// Stop and Close complete whatever a command or a client left behind.
+// Each sandbox has a disk quota (WithDiskQuota). The data directory's
+// sandboxes and snapshots are readable by the server's user only.
 //
 // # The server and its client
 //
@@ -57,7 +68,8 @@
 //     network and your whole filesystem (absolute paths in commands are
 //     host paths); sudo is passed to the executor, not honoured by the
 //     server. The isolated executor shares the host's kernel and its /usr,
-//     and gives each command (not each session) its own namespaces.
+//     and gives each command (not each session) its own namespaces: it is
+//     not a virtual machine.
 //   - The image: a command finds only what the host (or a test's script) has;
 //     runtimes and images are reported, not provided.
 //   - Resource limits: vCPUs and memory are reported, not enforced by the
@@ -76,8 +88,9 @@
 //     get routes on vercel.run that lead nowhere.
 //   - Sources: git and tarball sources are accepted but the sandbox starts
 //     empty.
-//   - Regions and failover, plans, billing, quotas, rate limits and
-//     concurrency limits (inject a Fault to see a 429).
+//   - Regions and failover, plans, billing, rate limits and concurrency
+//     limits (inject a Fault to see a 429); the only quota is the disk
+//     quota of WithDiskQuota.
 //   - Drive contents: drives are records (get-or-create, get, list,
 //     delete; a drive mounted read-write by a running sandbox is not
 //     deleted, answering 409 drive_in_use, a code of this server), and

@@ -2,9 +2,11 @@ package local_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net"
+	"strings"
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
@@ -98,4 +100,29 @@ func ExampleServer_LeakedSandboxes() {
 	// forgotten running map[job:forgotten]
 	// background work before Close: 0
 	// after Close: 0
+}
+
+// A disk quota per sandbox: an upload that would pass it is refused, and
+// so is a command that writes past it (killed, with a message).
+func ExampleWithDiskQuota() {
+	srv, err := local.New(local.WithDiskQuota(1<<20), local.WithSeed(1)) // 1 MiB per sandbox
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	client := start(srv)
+	ctx := context.Background()
+	sb, err := client.Create(ctx, sandbox.CreateParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = sb.WriteFile(ctx, "/vercel/sandbox/big.bin", make([]byte, 2<<20))
+	var apiErr *sandbox.APIError
+	if errors.As(err, &apiErr) {
+		fmt.Println(apiErr.StatusCode, strings.Contains(apiErr.Message, "disk quota"))
+	}
+	fmt.Println(sb.WriteFile(ctx, "/vercel/sandbox/small.txt", []byte("fits")))
+	// Output:
+	// 400 true
+	// <nil>
 }

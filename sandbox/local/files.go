@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/tarx"
 
@@ -46,6 +48,8 @@ func (s *Server) handleWriteFiles(w http.ResponseWriter, r *http.Request) *apiEr
 		return aerr
 	}
 	defer done()
+	ctx, stopUpload := s.uploadContext(w, r, sess)
+	defer stopUpload()
 
 	target := func(name string) (string, error) {
 		clean := path.Clean(strings.ReplaceAll(name, "\\", "/"))
@@ -57,9 +61,17 @@ func (s *Server) handleWriteFiles(w http.ResponseWriter, r *http.Request) *apiEr
 		}
 		return s.relPath(sess.sb, s.resolvePath(base, clean))
 	}
+	room, err := s.uploadRoom(sess.sb)
+	if err != nil {
+		return badRequest("cannot extract the archive: %v", err)
+	}
 	// Each entry is mapped on its own: in host-path mode the SDK's x-cwd
 	// "/" lies outside the sandbox directory while its entries lie inside.
-	if _, err := tarx.Extract(r.Context(), r.Body, sess.sb.dir, tarx.Options{Target: target}); err != nil {
+	opts := tarx.Options{Target: target, MaxTotalSize: max(room, 0)}
+	if _, err := tarx.Extract(ctx, r.Body, sess.sb.dir, opts); err != nil {
+		if errors.Is(err, tarx.ErrTooLarge) {
+			return badRequest("cannot extract the archive: %v: the disk quota of %d bytes per sandbox is reached", err, s.cfg.quota())
+		}
 		return badRequest("cannot extract the archive: %v", err)
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
@@ -96,19 +108,26 @@ func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) *apiErro
 	return nil
 }
 
+// errNotFile reports a FIFO, socket or device where a file was expected.
+var errNotFile = errors.New("not a regular file or directory")
+
 // openInSandbox opens rel inside dir without leaving it, even through
-// symbolic links.
+// symbolic links, and without blocking: a FIFO, socket or device (which
+// a command may have put there) is refused.
 func openInSandbox(dir, rel string) (*os.File, fs.FileInfo, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer root.Close()
-	f, err := root.Open(rel)
+	f, err := root.OpenFile(rel, os.O_RDONLY|oNonblock, 0)
 	if err != nil {
 		return nil, nil, err
 	}
 	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() && !info.IsDir() {
+		err = errNotFile
+	}
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -182,4 +201,25 @@ func (s *Server) pathRequest(r *http.Request, sid string) (sess *sessionRec, rel
 		return nil, "", "", nil, aerr
 	}
 	return sess, rel, abs, done, nil
+}
+
+// uploadContext returns the context of an upload into sess: it ends with
+// the request, or when the session stops, which also ends a read of the
+// body that a stalled client would block, so that a stop never waits for a
+// client. Call stop when the upload is over.
+func (s *Server) uploadContext(w http.ResponseWriter, r *http.Request, sess *sessionRec) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(r.Context())
+	rc := http.NewResponseController(w)
+	fired := make(chan struct{})
+	unhook := context.AfterFunc(sess.ctx, func() {
+		defer close(fired)
+		cancel()
+		_ = rc.SetReadDeadline(time.Now())
+	})
+	return ctx, func() {
+		if !unhook() {
+			<-fired // the deadline is set: let the connection go with it
+		}
+		cancel()
+	}
 }

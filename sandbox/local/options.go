@@ -11,20 +11,22 @@ import (
 type Option func(*config)
 
 type config struct {
-	exec        Executor
-	token       string
-	clock       func() time.Time
-	team        string
-	project     string
-	dir         string
-	logger      *slog.Logger
-	hostPaths   bool
-	stopDelay   time.Duration
-	maxTimeout  time.Duration
-	outputLimit int64
-	seed        *uint64
-	middleware  []Middleware
-	mounts      []mount
+	exec         Executor
+	token        string
+	clock        func() time.Time
+	team         string
+	project      string
+	dir          string
+	logger       *slog.Logger
+	hostPaths    bool
+	stopDelay    time.Duration
+	maxTimeout   time.Duration
+	outputLimit  int64
+	diskQuota    int64
+	diskQuotaSet bool
+	seed         *uint64
+	middleware   []Middleware
+	mounts       []mount
 }
 
 // A Middleware wraps the route table of a server: it sees each API request
@@ -45,7 +47,8 @@ type mount struct {
 }
 
 // WithMount serves the handler h returns for every path under prefix,
-// beside the API: its requests need the server's bearer token but are not
+// beside the API: its requests need the server's bearer token (a server
+// without WithToken refuses them all, since it would take any token) but are not
 // recorded in the request log and do not pass through any Middleware.
 // Package fault mounts its control endpoint this way.
 func WithMount(prefix string, h func(s *Server) http.Handler) Option {
@@ -53,7 +56,8 @@ func WithMount(prefix string, h func(s *Server) http.Handler) Option {
 }
 
 // WithExecutor sets what runs the commands clients start. Without it no
-// command can start: each ends with exit code 127.
+// command can start: each ends with exit code 127. When e has a Close
+// method (io.Closer), Close calls it once every command has ended.
 func WithExecutor(e Executor) Option { return func(c *config) { c.exec = e } }
 
 // WithToken makes the server accept exactly this bearer token. By default

@@ -3,7 +3,6 @@ package local
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -35,7 +34,8 @@ func (s *Server) makeCwd(sb *sandboxRec) error {
 	if err != nil {
 		return err
 	}
-	return os.MkdirAll(dir, 0o755)
+	_, err = makeDirIn(sb.dir, dir)
+	return err
 }
 
 // resolvePath makes p absolute against base (both sandbox paths) and
@@ -95,35 +95,38 @@ func (s *Server) hostPath(sb *sandboxRec, abs string) (string, error) {
 }
 
 // copyTree copies the directory tree at src into dst (which must not
-// exist) and returns the number of bytes of regular files copied. Symbolic
-// links are copied as links; other special files are skipped.
+// exist) and returns the number of bytes of data it copied: holes of sparse
+// files stay holes and are not counted. Symbolic links are copied as links
+// and never followed; FIFOs, sockets and devices are skipped, without
+// opening them; setuid and setgid bits are dropped.
 func copyTree(dst, src string) (int64, error) {
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
 	var total int64
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
+		target := filepath.Join(dst, filepath.FromSlash(rel))
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
 		switch mode := info.Mode(); {
 		case mode.IsDir():
-			if err := os.MkdirAll(target, 0o755); err != nil {
+			if err := os.MkdirAll(target, 0o700); err != nil {
 				return err
 			}
 			return os.Chmod(target, mode.Perm()|0o700)
 		case mode.IsRegular():
-			n, err := copyFile(target, p, mode.Perm())
+			n, err := copyFile(root, target, rel, mode.Perm())
 			total += n
 			return err
 		case mode&fs.ModeSymlink != 0:
-			link, err := os.Readlink(p)
+			link, err := root.Readlink(rel)
 			if err != nil {
 				return err
 			}
@@ -134,17 +137,23 @@ func copyTree(dst, src string) (int64, error) {
 	return total, err
 }
 
-func copyFile(dst, src string, perm fs.FileMode) (int64, error) {
-	in, err := os.Open(src)
+// copyFile copies the regular file rel of root to dst, which it creates.
+// Anything but a regular file found at rel when it opens it is skipped.
+func copyFile(root *os.Root, dst, rel string, perm fs.FileMode) (int64, error) {
+	in, err := root.OpenFile(rel, os.O_RDONLY|oNonblock, 0)
 	if err != nil {
 		return 0, err
 	}
 	defer in.Close()
+	info, err := in.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		return 0, err
+	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(out, in)
+	n, err := copyData(out, in, info.Size())
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -161,4 +170,22 @@ func replaceTree(dst, src string) error {
 	}
 	_, err := copyTree(dst, src)
 	return err
+}
+
+// makeDirIn creates the directory abs (a host path inside dir) and its
+// parents without following a symbolic link out of dir, and returns abs.
+func makeDirIn(dir, abs string) (string, error) {
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return "", fmt.Errorf("%w: %s", errEscapes, abs)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	if err := root.MkdirAll(rel, 0o755); err != nil {
+		return "", err
+	}
+	return abs, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -39,8 +40,9 @@ type Server struct {
 
 	baseCtx    context.Context // cancelled by Close
 	cancelBase context.CancelFunc
-	createMu   sync.Mutex // serialises sandbox creation (create, fork)
-	wg         liveGroup  // background work; see LiveGoroutines
+	createMu   sync.Mutex     // serialises sandbox creation (create, fork)
+	wg         liveGroup      // background work; see LiveGoroutines
+	diskWG     sync.WaitGroup // disk quota watchers, while commands run
 	inflight   tracker
 	reqs       requestLog
 	closeOnce  sync.Once
@@ -105,8 +107,15 @@ func New(opts ...Option) (*Server, error) {
 	if real, err := filepath.EvalSymlinks(s.root); err == nil {
 		s.root = real
 	}
+	// The sandboxes' files are private whatever the mode of the root: no
+	// other host user may reach (and run) what a command left there.
 	for _, sub := range []string{"sandboxes", "snapshots"} {
-		if err := os.MkdirAll(filepath.Join(s.root, sub), 0o755); err != nil {
+		d := filepath.Join(s.root, sub)
+		err := os.MkdirAll(d, 0o700)
+		if err == nil {
+			err = os.Chmod(d, 0o700)
+		}
+		if err != nil {
 			if s.ownRoot {
 				_ = os.RemoveAll(s.root)
 			}
@@ -251,6 +260,10 @@ func (s *Server) close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.diskWG.Wait()
+	if c, ok := s.exec.(io.Closer); ok {
+		_ = c.Close() // every command has ended
+	}
 	if s.ownRoot {
 		if err := os.RemoveAll(s.root); err != nil {
 			s.log.Warn("local: cannot remove directory", "err", err)
@@ -283,7 +296,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, m := range s.mounts {
 		if r.URL.Path == m.prefix || strings.HasPrefix(r.URL.Path, m.prefix+"/") {
-			if aerr := s.authorizeToken(r); aerr != nil {
+			if aerr := s.authorizeMount(r); aerr != nil {
 				writeError(w, aerr)
 				return
 			}
@@ -354,6 +367,16 @@ func (s *Server) authorize(r *http.Request) *apiError {
 		}
 	}
 	return nil
+}
+
+// authorizeMount checks a request to a mounted endpoint: it needs the
+// server's token, so a server that takes any token refuses them all.
+func (s *Server) authorizeMount(r *http.Request) *apiError {
+	if s.cfg.token == "" {
+		return &apiError{status: http.StatusForbidden, code: codeForbidden,
+			message: "This endpoint needs a server token (WithToken, or --token): without one anyone could call it"}
+	}
+	return s.authorizeToken(r)
 }
 
 // authorizeToken checks the bearer token.

@@ -208,17 +208,10 @@ func (s *Server) sleep(d time.Duration) {
 // killSession ends the session's context and sends SIGKILL to every
 // command that is still running.
 func (s *Server) killSession(sess *sessionRec) {
-	var procs []Process
-	s.mu.Lock()
-	for _, c := range sess.commands {
-		if c.exitCode == nil && c.proc != nil {
-			procs = append(procs, c.proc)
-		}
-	}
-	s.mu.Unlock()
+	running := s.runningCommands(sess)
 	sess.cancel()
-	for _, p := range procs {
-		_ = p.Signal(signalKill)
+	for _, c := range running {
+		_ = c.proc.Signal(signalKill)
 	}
 }
 

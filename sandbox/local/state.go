@@ -84,6 +84,8 @@ type sandboxRec struct {
 }
 
 type sessionRec struct {
+	diskWatched bool // a goroutine measures its disk usage; see watchDisk
+
 	seq       int64
 	id        string
 	sb        *sandboxRec

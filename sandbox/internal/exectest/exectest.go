@@ -5,6 +5,8 @@ package exectest
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -83,4 +85,20 @@ func Run(t testing.TB, e local.Executor, cmd *local.Cmd) (stdout, stderr string,
 	r := <-res
 	require.NoError(t, r.Err)
 	return out.String(), errw.String(), r.Code
+}
+
+// HostProcesses lists the host pids whose command line contains s, so
+// that a test can check that no process of a command is left.
+func HostProcesses(t testing.TB, s string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var found []string
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(data, []byte(s)) {
+			found = append(found, e.Name())
+		}
+	}
+	return found
 }

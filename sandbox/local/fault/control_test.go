@@ -120,3 +120,18 @@ func TestControlEndpointNeedsInjector(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, 404, resp.StatusCode, "a server without an injector has no control endpoint")
 }
+
+func TestControlEndpointNeedsServerToken(t *testing.T) {
+	t.Parallel()
+	e := newFaultEnv(t) // no WithToken: the API takes any token
+	req, err := http.NewRequestWithContext(t.Context(), "POST", e.srv.URL()+"/_sandboxtest/faults", strings.NewReader(`{"status":500}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer anything")
+	resp, err := e.hc.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, 403, resp.StatusCode, "without a server token anyone on the port could inject faults: %s", data)
+	assert.Contains(t, string(data), "WithToken")
+	assert.Empty(t, e.srv.Faults(), "no fault was injected")
+}

@@ -48,10 +48,16 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // read from the pipe (up to 32 KiB), never waiting for a line end. Standard
 // input is empty.
 //
-// Each command runs in its own process group. Signal signals the whole
-// group; the end of the session kills the whole group with SIGKILL; and when
-// the command's main process exits, what is left of its group (background
-// jobs, for instance) is killed too, so no process outlives Wait. Wait returns
+// Each command runs in its own session (so without a controlling terminal)
+// and process group, and receives no descriptor but standard input, output
+// and error, whatever the server inherited. Signal signals the whole group;
+// the end of the session kills it with SIGKILL; and when the command's main
+// process exits, what is left of its group (background jobs, for instance)
+// is killed too. On Linux the environment also carries LOCAL_SANDBOX_RUN, a
+// marker unique to the command, and every process that carries it is killed
+// then, daemons that left the group with setsid included; a process that
+// both leaves the group and clears its environment escapes (this executor
+// isolates nothing: use package isolated for hostile code). Wait returns
 // once both output pipes are drained, or WaitDelay after the group was
 // killed if a process outside the group still holds them.
 //

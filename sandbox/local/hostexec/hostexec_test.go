@@ -17,12 +17,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/sandbox/internal/exectest"
-	"github.com/sbx-go/vercel-sandbox/sandbox/local"
-	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox/internal/exectest"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 )
 
 // localCmd is a command whose sandbox lives in a fresh temporary directory.

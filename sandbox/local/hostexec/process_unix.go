@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -26,10 +27,12 @@ const localBusyRetries = 20
 
 var errLocalUnsupported error
 
-// localProcess is a running process group.
+// localProcess is a running command: the leader of its own session and
+// process group.
 type localProcess struct {
 	cmd       *exec.Cmd
 	pgid      int
+	mark      string // the marker of its environment; see sweep
 	outR      *os.File
 	errR      *os.File
 	outDone   chan struct{}
@@ -54,9 +57,11 @@ func startLocal(ctx context.Context, s localStart) (local.Process, error) {
 		outW.Close()
 		return nil, fmt.Errorf("hostexec: stderr pipe: %w", err)
 	}
-	c, err := startCmd(ctx, s, func(c *exec.Cmd) {
+	// A session of its own: no controlling terminal, and a group that
+	// Signal reaches as a whole.
+	c, mark, err := startCmd(ctx, s, func(c *exec.Cmd) {
 		c.Stdout, c.Stderr = outW, errW
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	})
 	// The child has its own copies of the write ends; ours must go so that
 	// the readers see EOF when the child's are closed.
@@ -67,18 +72,23 @@ func startLocal(ctx context.Context, s localStart) (local.Process, error) {
 		errR.Close()
 		return startFailure(s, err)
 	}
-	return watch(ctx, c, s.waitDelay, outR, errR, s.stdout, s.stderr), nil
+	return watch(ctx, c, mark, s.waitDelay, outR, errR, s.stdout, s.stderr), nil
 }
 
 // startCmd starts the command of s, with what set adds, retrying an
-// executable that is momentarily busy.
-func startCmd(ctx context.Context, s localStart, set func(*exec.Cmd)) (*exec.Cmd, error) {
+// executable that is momentarily busy. Every process the command starts
+// carries the returned mark in its environment, so that a sweep finds the
+// ones that left its group; no descriptor of the server but 0-2 reaches it.
+func startCmd(ctx context.Context, s localStart, set func(*exec.Cmd)) (*exec.Cmd, string, error) {
+	mark := newMark()
+	env := append(slices.Clip(s.env), markEnv+"="+mark)
+	procio.CloseInherited()
 	for attempt := 0; ; attempt++ {
 		c := &exec.Cmd{
 			Path: s.path,
 			Args: append([]string{s.name}, s.args...),
 			Dir:  s.dir,
-			Env:  s.env,
+			Env:  env,
 		}
 		set(c)
 		err := c.Start()
@@ -86,7 +96,7 @@ func startCmd(ctx context.Context, s localStart, set func(*exec.Cmd)) (*exec.Cmd
 		// be open for writing in a process that another goroutine is
 		// forking at this moment; that lasts only until that process execs.
 		if !errors.Is(err, syscall.ETXTBSY) || attempt == localBusyRetries || ctx.Err() != nil {
-			return c, err
+			return c, mark, err
 		}
 		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
 	}
@@ -104,10 +114,11 @@ func startFailure(s localStart, err error) (local.Process, error) {
 // watch pumps the output of the started process group c to stdout and
 // stderr and kills the group when ctx ends. outR and errR may be the same
 // file (a terminal).
-func watch(ctx context.Context, c *exec.Cmd, waitDelay time.Duration, outR, errR *os.File, stdout, stderr io.Writer) *localProcess {
+func watch(ctx context.Context, c *exec.Cmd, mark string, waitDelay time.Duration, outR, errR *os.File, stdout, stderr io.Writer) *localProcess {
 	p := &localProcess{
 		cmd:       c,
 		pgid:      c.Process.Pid,
+		mark:      mark,
 		outR:      outR,
 		errR:      errR,
 		outDone:   make(chan struct{}),
@@ -139,6 +150,9 @@ func (p *localProcess) Signal(sig int) error {
 		return nil
 	}
 	err := syscall.Kill(-p.pgid, syscall.Signal(sig))
+	if sig == int(syscall.SIGKILL) {
+		sweep(p.mark)
+	}
 	if errors.Is(err, syscall.ESRCH) {
 		return nil // the group is gone: the process has finished
 	}
@@ -148,7 +162,8 @@ func (p *localProcess) Signal(sig int) error {
 // Wait implements Process.
 func (p *localProcess) Wait() (int, error) {
 	waitErr := p.cmd.Wait() // reaps the group leader
-	// Whatever is left of the group must not outlive the command.
+	// Whatever is left of the group, and what left it (daemons), must not
+	// outlive the command.
 	_ = p.Signal(int(syscall.SIGKILL))
 
 	// Drain the pipes. Members of the group are dead and their ends closed;

@@ -1,9 +1,9 @@
 // Package isolated runs the commands of a local Vercel Sandbox API
-// (package sandbox/local) in Linux namespaces of their own, with a private
-// root filesystem and per-command limits, on top of internal/isolate.
-// Best picks it where this system allows it and falls back to package
-// hostexec elsewhere, saying why. Only programs that import this package
-// link the namespace runtime and its re-exec hook.
+// (package sandbox/local) each in a sandbox of its own, on bubblewrap
+// (bwrap): Linux namespaces, a private root filesystem, no capability,
+// no controlling terminal, and per-command limits. Best picks it where
+// this system allows it and falls back to package hostexec elsewhere,
+// saying why.
 package isolated
 
 import (
@@ -41,19 +41,22 @@ const (
 // defaultSandboxPath is the PATH of commands inside an isolated sandbox.
 const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// Executor is an Executor that runs each command in its own Linux
-// namespaces (user, mount, PID, network, UTS and IPC) with a private root
-// filesystem and resource limits. It needs no root privileges on the host,
-// only a kernel that allows unprivileged user namespaces.
+// Executor is an Executor that runs each command in a bubblewrap sandbox:
+// its own Linux namespaces (user, mount, PID, network, UTS, IPC, cgroup),
+// a new session without a controlling terminal, no capability, no new
+// privileges, and death with the server. It needs no root privileges,
+// only bwrap (the Debian and Ubuntu package bubblewrap) and a kernel that
+// allows unprivileged user namespaces.
 //
 // What a command sees:
 //
 //   - a root filesystem of its own: the host's /usr, /bin, /sbin and /lib*
 //     read-only (symbolic links such as /bin -> usr/bin preserved), a few
 //     files of /etc (resolv.conf, ld.so.cache, certificates, ...) read-only,
-//     a generated /etc/passwd, /etc/group and /etc/hosts, a fresh /proc with
-//     /proc/sys read-only, and a minimal /dev (null, zero, full, random,
-//     urandom, tty, shm). Nothing else of the host is visible;
+//     a generated /etc/passwd, /etc/group, /etc/hostname and /etc/hosts, a
+//     fresh /proc with /proc/sys read-only, and a minimal read-only /dev
+//     (null, zero, full, random, urandom, tty, pts) with a 64 MiB /dev/shm.
+//     Nothing else of the host is visible;
 //   - the sandbox's own tree, read-write: every top-level directory of the
 //     sandbox's host directory (Cmd.Dir) is mounted at the same sandbox path,
 //     so /vercel/sandbox, /tmp, /home/vercel-sandbox and /root are the very
@@ -61,25 +64,22 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 //     resume like any file of the sandbox. Files the file API writes under
 //     /usr, /etc, /proc, /dev, /sys, /bin, /sbin or /lib* are not visible to
 //     commands. Everything else is read-only;
-//   - its own process tree: the command runs under a small init process, so
-//     killing the command, its timeout or the end of the session kills every
-//     process it started, and no process is left behind. As with
-//     host executor, what is left when the command's main process exits
-//     (background jobs) is killed too;
-//   - the network: loopback only, unless the client set the sandbox's network
-//     policy to allow-all (Cmd.NetworkPolicy), which gives the host's
-//     network. deny-all and custom policies get loopback only: domain and
-//     subnet rules are not emulated. HostNetwork opens the network
-//     for every command;
+//   - no descriptor but standard input (empty), output and error, whatever
+//     the server inherited, and no terminal: /dev/tty fails with ENXIO;
+//   - its own process tree: killing the command, its timeout or the end of
+//     the session kills the whole PID namespace, daemons included, and so
+//     does the end of the command's main process (background jobs);
+//   - the network: loopback only (its own, not the host's), unless the
+//     client set the sandbox's network policy to allow-all
+//     (Cmd.NetworkPolicy), which gives the host's network. deny-all and
+//     custom policies get loopback only: domain and subnet rules are not
+//     emulated. HostNetwork opens the network for every command;
 //   - a user: uid 1000 (vercel-sandbox, home /home/vercel-sandbox) or, with
-//     sudo, uid 0 (root, home /root), each with no capability over the
-//     mounts. Both are the host user running the server, so that the
-//     sandbox's tree stays writable by the commands and by the file API
-//     alike, and files they create belong to that user. When the server runs
-//     as root, sandbox processes therefore run as the host's root: they
-//     reach only the mounts above, cannot change them, and find /proc/sys
-//     read-only and no /sys, but this is a test tool, not a security
-//     boundary for hostile code.
+//     sudo, uid 0 (root, home /root), both without any capability. Both are
+//     the host user running the server, so that the sandbox's tree stays
+//     writable by the commands and by the file API alike. A seccomp filter
+//     refuses to make any file setuid or setgid (on amd64 and arm64), so
+//     nothing a command leaves behind runs with the server's privileges.
 //
 // Namespaces are created per command, not per session: processes of two
 // commands of a session do not see each other, and a server started by a
@@ -89,7 +89,7 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 // Limits per command: memory (Memory; a cgroup when one is
 // writable, else RLIMIT_AS, which limits address space rather than resident
 // memory), processes (Procs; a pids cgroup when writable, and
-// RLIMIT_NPROC, which the kernel does not enforce for the host's root), CPU
+// RLIMIT_NPROC, which does not bind when the server runs as root), CPU
 // time (CPUTime, RLIMIT_CPU) and file size (FileSize,
 // RLIMIT_FSIZE). A command that exceeds its memory gets MemoryLimitMarker
 // as the last line of its standard error: with a cgroup it was killed (exit
@@ -97,17 +97,18 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 // code is kept (the marker is added when the command failed and its standard
 // error looks like an allocation failure). One that exceeds its CPU time
 // gets CPULimitMarker (exit code 152, SIGXCPU). See OutcomeOf. The limits
-// bind the command and every process it starts, not the init process above
-// them.
+// are set on the sandbox's init process before the command starts, so they
+// bind the command and every process it starts.
 //
 // The environment is built from scratch: PATH (a standard one, or
 // Path), HOME, USER, LANG=C.UTF-8, the variables named by
-// PassEnv and Cmd.Env on top. Standard input is empty.
+// PassEnv and Cmd.Env on top.
 //
-// The executor re-executes the running program (/proc/self/exe) to set up
-// each sandbox; the package's init code takes over in that process before
-// main or TestMain runs. Paths are expected in the server's default virtual
-// mode (WithHostPaths(false)); in host-path mode the sandbox root is Cmd.Dir.
+// Paths are expected in the server's default virtual mode
+// (WithHostPaths(false)); in host-path mode the sandbox root is Cmd.Dir.
+// This is isolation by namespaces on the host's kernel, not a virtual
+// machine: a kernel flaw reachable from an unprivileged user namespace is
+// a way out.
 type Executor struct {
 	memory    int64
 	procs     int64
@@ -122,6 +123,7 @@ type Executor struct {
 
 	cg       *isolate.Cgroups // nil: rlimits only
 	cgReason string
+	engine   *isolate.Engine
 }
 
 // Option configures an Executor.
@@ -224,6 +226,14 @@ func (e *Executor) Limits() string {
 		b.WriteString("; no cgroups: " + e.cgReason)
 	}
 	return b.String()
+}
+
+// Close removes what the executor keeps between commands (control groups
+// kept for reuse). Commands started later still run. A local.Server
+// closes its executor when it closes.
+func (e *Executor) Close() error {
+	e.cg.Close()
+	return nil
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -25,6 +25,11 @@ import (
 // error wrapping ErrUnavailable, with the reason, when not.
 func New(opts ...Option) (*Executor, error) {
 	e := newIsolated(opts)
+	engine, err := isolate.NewEngine()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	e.engine = engine
 	if e.cgroups && (e.memory > 0 || e.procs > 0) {
 		cg, err := isolate.FindCgroups()
 		if err != nil {
@@ -47,7 +52,10 @@ func (e *Executor) probe() error {
 	}
 	defer os.RemoveAll(dir)
 	var stderr strings.Builder
-	p, err := e.Start(context.Background(), &local.Cmd{
+	// Without control groups: an executor that is never used keeps none.
+	bare := *e
+	bare.cg = nil
+	p, err := bare.Start(context.Background(), &local.Cmd{
 		Name: "sh", Args: []string{"-c", "exit 0"}, Dir: dir, Cwd: "/vercel/sandbox", Stderr: &stderr,
 	})
 	if err != nil {
@@ -96,15 +104,22 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 	cwd = path.Clean("/" + cwd)
 	stdout, stderr := procio.Writers(cmd.Stdout, cmd.Stderr)
 
+	tree, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("isolated: sandbox tree: %w", err)
+	}
+	defer tree.Close()
+	// Through an os.Root: a link that a command planted in the tree never
+	// leads these calls out of it.
 	home := "home/" + isolate.DefaultUser
 	for _, d := range []string{"vercel/sandbox", "tmp", home, "root"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+		if err := tree.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("isolated: prepare sandbox tree: %w", err)
 		}
 	}
-	_ = os.Chmod(filepath.Join(root, "tmp"), 0o777|fs.ModeSticky)
+	_ = tree.Chmod("tmp", 0o777|fs.ModeSticky)
 	if top, _, _ := strings.Cut(strings.TrimPrefix(cwd, "/"), "/"); top != "" && !reservedTop[top] {
-		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(cwd)), 0o755); err != nil {
+		if err := tree.MkdirAll(strings.TrimPrefix(cwd, "/"), 0o755); err != nil {
 			return nil, fmt.Errorf("isolated: working directory: %w", err)
 		}
 	}
@@ -118,19 +133,22 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 			writable = append(writable, isolate.Mount{Host: filepath.Join(root, ent.Name()), Path: "/" + ent.Name()})
 		}
 	}
+	env := e.environ(cmd)
 	spec := &isolate.Spec{
 		Name:     cmd.Name,
 		Args:     cmd.Args,
-		Env:      e.environ(cmd),
+		Env:      procio.EnvList(env),
 		Cwd:      cwd,
 		Root:     cmd.Sudo,
 		Hostname: hostnameFor(cmd.SandboxName),
 		Writable: writable,
 		ReadOnly: e.readOnly,
 		Rlimits:  e.rlimits(),
+		Network:  e.network || cmd.NetworkPolicy == "allow-all",
 	}
-	network := e.network || cmd.NetworkPolicy == "allow-all"
-	spec.Loopback = !network
+	if code, msg := spec.LookPath(env["PATH"]); code != 0 {
+		return &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
+	}
 
 	var cg *isolate.Cgroup
 	if e.cg != nil {
@@ -150,26 +168,28 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		cg.Remove()
+		cg.Release()
 		return nil, fmt.Errorf("isolated: stdout pipe: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		cg.Remove()
+		cg.Release()
 		return nil, fmt.Errorf("isolated: stderr pipe: %w", err)
 	}
-	iso, err := isolate.Start(spec, isolate.Options{Network: network, Cgroup: cg, Stdout: outW, Stderr: errW})
+	procio.CloseInherited()
+	iso, err := e.engine.Start(spec, isolate.Options{Cgroup: cg, Stdout: outW, Stderr: errW})
 	outW.Close()
 	errW.Close()
 	if err != nil {
+		// bwrap has exited: what it said is all in the pipe.
+		said, _ := io.ReadAll(io.LimitReader(errR, 4<<10))
 		outR.Close()
 		errR.Close()
-		cg.Remove()
-		var se *isolate.StartError
-		if errors.As(err, &se) {
-			return &procio.Exited{Code: se.Code, Msg: se.Message, Stderr: stderr}, nil
+		cg.Release()
+		if msg := strings.TrimSpace(string(said)); msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
 		}
 		return nil, fmt.Errorf("isolated: %w", err)
 	}
@@ -295,7 +315,7 @@ func (p *isolatedProcess) Wait() (int, error) {
 	case code == 128+int(syscall.SIGXCPU):
 		_, _ = io.WriteString(p.stderr, "\n"+CPULimitMarker+"\n")
 	}
-	p.cg.Remove()
+	p.cg.Release()
 	return code, waitErr
 }
 
@@ -321,7 +341,7 @@ func (a *allocWatcher) Write(p []byte) (int, error) {
 }
 
 // environ builds a command's environment; see Executor.
-func (e *Executor) environ(cmd *local.Cmd) []string {
+func (e *Executor) environ(cmd *local.Cmd) map[string]string {
 	user, home := isolate.DefaultUser, "/home/"+isolate.DefaultUser
 	if cmd.Sudo {
 		user, home = "root", "/root"
@@ -334,7 +354,7 @@ func (e *Executor) environ(cmd *local.Cmd) []string {
 	}
 	maps.Copy(env, e.passEnv)
 	maps.Copy(env, cmd.Env)
-	return procio.EnvList(env)
+	return env
 }
 
 // allocFailure reports whether a chunk of standard error looks like an

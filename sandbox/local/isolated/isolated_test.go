@@ -21,6 +21,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/internal/exectest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/isolated"
@@ -33,9 +34,10 @@ func newIsolated(t testing.TB, opts ...isolated.Option) *isolated.Executor {
 	t.Helper()
 	iso, err := isolated.New(opts...)
 	if errors.Is(err, isolated.ErrUnavailable) {
-		t.Skip(err)
+		t.Skipf("SKIPPED: the isolation tests need bubblewrap and user namespaces: %v", err)
 	}
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = iso.Close() })
 	return iso
 }
 
@@ -297,19 +299,7 @@ func TestIsolatedFileSizeLimit(t *testing.T) {
 }
 
 // hostProcesses lists the host pids whose command line contains s.
-func hostProcesses(t *testing.T, s string) []string {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	var found []string
-	for _, e := range ents {
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(data, []byte(s)) {
-			found = append(found, e.Name())
-		}
-	}
-	return found
-}
+func hostProcesses(t *testing.T, s string) []string { return exectest.HostProcesses(t, s) }
 
 func TestIsolatedKillLeavesNoOrphans(t *testing.T) {
 	requireLinux(t)

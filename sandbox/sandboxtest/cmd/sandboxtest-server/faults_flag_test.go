@@ -17,24 +17,38 @@ import (
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/internal/cli"
 )
 
-// Faults given with --fault apply from the start; the control endpoint
-// lists them and adds more, and needs the token.
-func TestRunWithFaults(t *testing.T) {
+// serve runs the server with args until stop, which checks that it stopped
+// cleanly, and returns its base URL.
+func serve(t *testing.T, args ...string) (base string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--token", "tok",
-			"--fault", "GET /v2/sandboxes/* status=503 retry-after=7 times=1",
-			"--fault", `POST /v2/sandboxes/sessions/*/cmd status=500 message="lost answer"`}, pw, io.Discard)
+		done <- run(ctx, append([]string{"--listen", "127.0.0.1:0"}, args...), pw, io.Discard)
 		pw.Close()
 	}()
 	br := bufio.NewReader(pr)
 	first, err := br.ReadString('\n')
 	require.NoError(t, err)
-	base := strings.TrimSpace(strings.TrimPrefix(first, "listening on "))
 	go func() { _, _ = io.Copy(io.Discard, br) }()
+	return strings.TrimSpace(strings.TrimPrefix(first, "listening on ")), func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the server did not stop")
+		}
+	}
+}
+
+// Faults given with --fault apply from the start; the control endpoint
+// lists them and adds more, and needs the token.
+func TestRunWithFaults(t *testing.T) {
+	base, stop := serve(t, "--token", "tok",
+		"--fault", "GET /v2/sandboxes/* status=503 retry-after=7 times=1",
+		"--fault", `POST /v2/sandboxes/sessions/*/cmd status=500 message="lost answer"`)
 
 	hc := &http.Client{Transport: &http.Transport{}}
 	defer hc.CloseIdleConnections()
@@ -74,14 +88,7 @@ func TestRunWithFaults(t *testing.T) {
 	status, _, body = call("GET", "/_sandboxtest/requests", "tok", "", "")
 	require.Equal(t, 200, status)
 	assert.Equal(t, 4, strings.Count(body, `"method"`), body)
-
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not return after shutdown")
-	}
+	stop()
 }
 
 func TestRunRejectsBadFault(t *testing.T) {
@@ -89,4 +96,20 @@ func TestRunRejectsBadFault(t *testing.T) {
 	err := run(t.Context(), []string{"--fault", "GET /x status=abc"}, io.Discard, &stderr)
 	require.ErrorIs(t, err, cli.ErrUsage)
 	assert.Contains(t, stderr.String(), "not a whole number")
+}
+
+// Without --token the API takes any token, so the control endpoint takes
+// none: anyone on the port could otherwise inject faults.
+func TestRunControlNeedsToken(t *testing.T) {
+	base, stop := serve(t, "--executor", "host")
+	defer stop()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequest("POST", base+"/_sandboxtest/faults", strings.NewReader(`{"status":500}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer anything")
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 403, resp.StatusCode, "no fault injected without --token")
 }

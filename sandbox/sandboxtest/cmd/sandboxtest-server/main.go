@@ -3,7 +3,7 @@
 // official TypeScript SDK included) can be tested against it.
 //
 // With --executor auto (the default), commands run isolated
-// (isolated.Executor: Linux namespaces, a private root
+// (isolated.Executor: a bubblewrap sandbox per command, a private root
 // filesystem, limits) when this system allows it, else as ordinary host
 // processes. --executor isolated insists on isolation; --executor host
 // runs commands as ordinary processes with the privileges of the server,
@@ -21,7 +21,8 @@
 //
 // Faults can also be injected and removed while the server runs, and the
 // request log read, through the control endpoint under /_sandboxtest/
-// (see fault.ControlPrefix); it needs the server's token.
+// (see fault.ControlPrefix); it needs --token, and refuses every call
+// without one.
 //
 // The first line printed on stdout is "listening on http://HOST:PORT"; the
 // second names the executor: "executor: isolated" or "executor: host

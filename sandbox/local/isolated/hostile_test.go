@@ -1,0 +1,278 @@
+//go:build linux
+
+package isolated_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/isolated"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+)
+
+// The isolation probes: hostile commands, run through the API as a client
+// would run them, each trying one way out of its sandbox. Each asserts
+// what happened on the host, not only that a call returned. The README's
+// section on the local backend's guarantees lists them.
+
+// hostile is a server with the isolated executor and one sandbox.
+type hostile struct {
+	t   *testing.T
+	srv *sandboxtest.Server
+	sb  *sandbox.Sandbox
+	dir string // the server's data directory
+}
+
+func newHostile(t *testing.T, opts ...local.Option) *hostile {
+	t.Helper()
+	iso := newIsolated(t, isolated.Memory(256<<20), isolated.Procs(128))
+	dir := t.TempDir()
+	srv := sandboxtest.NewServer(t, append([]local.Option{local.WithExecutor(iso), local.WithDir(dir)}, opts...)...)
+	sb, err := srv.Client().Create(t.Context(), sandbox.CreateParams{Name: "hostile"})
+	require.NoError(t, err)
+	return &hostile{t: t, srv: srv, sb: sb, dir: dir}
+}
+
+// bash runs script with bash in the sandbox and returns its result; a
+// non-zero exit is not an error here.
+func (h *hostile) bash(script string, sudo bool) *command.Result {
+	h.t.Helper()
+	res, err := h.sb.Run(h.t.Context(), &command.Cmd{Name: "bash", Args: []string{"-c", script}, Sudo: sudo})
+	var ee *command.ExitError
+	if !errors.As(err, &ee) {
+		require.NoError(h.t, err)
+	}
+	return res
+}
+
+// hostPath is the host path behind a sandbox path.
+func (h *hostile) hostPath(p string) string {
+	hp, err := h.srv.HostPath("hostile", p)
+	require.NoError(h.t, err)
+	return hp
+}
+
+func TestProbeReadHostFiles(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("host secret"), 0o644))
+	home, err := os.UserHomeDir()
+	require.NoError(t, err)
+	res := h.bash(fmt.Sprintf("cat %q /etc/shadow; ls -A %q", secret, home), true)
+	assert.NotContains(t, string(res.Stdout), "host secret", "a host file is not readable")
+	assert.Contains(t, string(res.Stderr), secret+": No such file or directory")
+	assert.Contains(t, string(res.Stderr), "/etc/shadow: No such file or directory")
+	if entries, _ := os.ReadDir(home); len(entries) > 0 && home != "/root" {
+		assert.NotContains(t, string(res.Stdout), entries[0].Name(), "the host's home is not listed")
+	}
+}
+
+func TestProbeWriteOutsideTheSandbox(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	outside := t.TempDir()
+	res := h.bash(fmt.Sprintf("touch %q/x /usr/x /etc/x /x /proc/sys/kernel/x; echo x > /dev/x", outside), true)
+	assert.NotEqual(t, 0, res.ExitCode)
+	for _, p := range []string{filepath.Join(outside, "x"), "/usr/x", "/etc/x", "/x"} {
+		assert.NoFileExists(t, p, "no host file created")
+	}
+}
+
+func TestProbeHostLoopbackService(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	port, got := listen(t)
+	res := h.bash(fmt.Sprintf("echo hostile > /dev/tcp/127.0.0.1/%d", port), false)
+	assert.NotEqual(t, 0, res.ExitCode, "the default policy has its own loopback")
+	select {
+	case line := <-got:
+		t.Fatalf("the host service received %q", line)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+func TestProbeHostProcesses(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	res := h.bash(`for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr '\0' ' '; echo; done`, true)
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	self, err := os.Executable()
+	require.NoError(t, err)
+	assert.NotContains(t, string(res.Stdout), filepath.Base(self), "the server's process is invisible")
+	assert.LessOrEqual(t, strings.Count(string(res.Stdout), "\n"), 5, "only the sandbox's own processes: %s", res.Stdout)
+}
+
+func TestProbeInheritedDescriptor(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	// A descriptor the server inherited from its parent: no close-on-exec.
+	log := filepath.Join(t.TempDir(), "supervisor.log")
+	fd, err := syscall.Open(log, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_APPEND, 0o644)
+	require.NoError(t, err)
+	t.Cleanup(func() { syscall.Close(fd) })
+
+	res := h.bash(fmt.Sprintf("echo hostile >&%d; ls /proc/self/fd", fd), true)
+	assert.Contains(t, string(res.Stderr), "Bad file descriptor")
+	data, err := os.ReadFile(log)
+	require.NoError(t, err)
+	assert.Empty(t, data, "nothing reached the host file")
+	var fds []string
+	for _, f := range strings.Fields(string(res.Stdout)) {
+		if n, _ := strconv.Atoi(f); n > 3 { // 3 is ls's own directory
+			fds = append(fds, f)
+		}
+	}
+	assert.Empty(t, fds, "no descriptor beyond 0-2 reaches a command")
+}
+
+func TestProbeControllingTerminal(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	res := h.bash("echo hostile > /dev/tty && echo reached", true)
+	assert.NotEqual(t, 0, res.ExitCode)
+	assert.NotContains(t, string(res.Stdout), "reached")
+	assert.Contains(t, string(res.Stderr), "No such device or address", "no controlling terminal in a new session")
+}
+
+func TestProbeSetuidFile(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	for _, sudo := range []bool{false, true} {
+		h.bash(`cp /bin/bash /tmp/b; chmod u+s,g+s /tmp/b; chmod 6755 /tmp/b; install -m 4755 /bin/bash /tmp/c
+python3 -c 'import os; os.open("/tmp/d", os.O_CREAT|os.O_WRONLY, 0o6755)' 2>/dev/null
+true`, sudo)
+		for _, name := range []string{"b", "c", "d"} {
+			info, err := os.Stat(h.hostPath("/tmp/" + name))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			require.NoError(t, err)
+			assert.Zero(t, info.Mode()&(fs.ModeSetuid|fs.ModeSetgid), "sudo=%v: /tmp/%s is not setuid or setgid on the host", sudo, name)
+		}
+	}
+	info, err := os.Stat(filepath.Join(h.dir, "sandboxes"))
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o700), info.Mode().Perm(), "no other host user reaches the sandboxes' files")
+}
+
+func TestProbePlantedLink(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	outside := t.TempDir()
+	h.bash(fmt.Sprintf("ln -s %q /vercel/sandbox/lnk", outside), false)
+	_, err := h.sb.Run(t.Context(), &command.Cmd{Name: "true", Dir: "/vercel/sandbox/lnk/x/y"})
+	assert.Error(t, err, "a working directory behind the link is refused")
+	assert.Error(t, h.sb.MkDir(t.Context(), "/vercel/sandbox/lnk/made"))
+	assert.Error(t, h.sb.WriteFile(t.Context(), "/vercel/sandbox/lnk/planted", []byte("x")))
+	ents, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "no host path created through the link")
+}
+
+func TestProbeFIFOHang(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	res := h.bash("mkfifo /vercel/sandbox/p /tmp/p; ln -s /tmp/p /vercel/sandbox/l", false)
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.sb.ReadFileBytes(t.Context(), "/vercel/sandbox/p")
+		if err == nil {
+			_, err = h.sb.ReadFileBytes(t.Context(), "/tmp/p")
+		}
+		if err != nil {
+			_, err = h.sb.Stop(t.Context())
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "the reads fail, and Stop completes")
+	case <-time.After(60 * time.Second):
+		t.Fatal("a FIFO hung the server")
+	}
+}
+
+func TestProbeDiskQuota(t *testing.T) {
+	t.Parallel()
+	const quota = 64 << 20
+	h := newHostile(t, local.WithDiskQuota(quota))
+	res := h.bash("for i in $(seq 100); do head -c 100000000 /dev/zero > /tmp/f$i || exit 1; done", false)
+	assert.Equal(t, 137, res.ExitCode, "the command was killed")
+	assert.Contains(t, string(res.Stderr), "disk quota")
+	used := diskUsage(t, filepath.Join(h.dir, "sandboxes"))
+	t.Logf("on disk when the command was killed: %d MiB (quota %d MiB)", used>>20, quota>>20)
+	assert.Less(t, used, int64(2<<30), "the disk filled far less than the command tried (10 GB)")
+	err := h.sb.WriteFile(t.Context(), "/vercel/sandbox/more", []byte("x"))
+	var apiErr *sandbox.APIError
+	require.ErrorAs(t, err, &apiErr, "an upload over the quota is refused")
+	assert.Equal(t, http.StatusBadRequest, apiErr.StatusCode)
+	assert.Contains(t, apiErr.Message, "disk quota")
+}
+
+// diskUsage sums the blocks the files under dir take.
+func diskUsage(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil {
+			n += info.Sys().(*syscall.Stat_t).Blocks * 512
+		}
+		return nil
+	}))
+	return n
+}
+
+func TestProbeOutliveStop(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	const marker = "4242.17"
+	_, err := h.sb.Start(t.Context(), &command.Cmd{Name: "bash", Args: []string{"-c",
+		"m=4242; setsid sleep $m.17 & (trap '' TERM HUP; nohup sleep $m.17 &) & sleep $m.17 & wait"}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(hostProcesses(t, marker)) == 3 }, 30*time.Second, 20*time.Millisecond)
+	_, err = h.sb.Stop(t.Context())
+	require.NoError(t, err)
+	assert.Eventually(t, func() bool { return len(hostProcesses(t, marker)) == 0 }, 10*time.Second, 20*time.Millisecond,
+		"no process started by a command outlives Stop")
+}
+
+func TestProbeForkBombAndMemoryHog(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	res, err := h.sb.Run(ctx, &command.Cmd{Name: "bash", Args: []string{"-c", "b() { b | b & }; b; sleep 2", "bomb4711"}, Timeout: 30 * time.Second})
+	// However the bomb's shell ends (its own exit, a failed fork of sleep,
+	// its timeout), what matters is what is left.
+	var ee *command.ExitError
+	if !errors.As(err, &ee) {
+		require.NoError(t, err)
+	}
+	assert.Contains(t, string(res.Stderr), "fork", "the process limit stopped the bomb")
+	assert.Eventually(t, func() bool { return len(hostProcesses(t, "bomb4711")) == 0 }, 10*time.Second, 20*time.Millisecond,
+		"nothing of the bomb is left on the host")
+	res = h.bash("echo still responsive", false)
+	assert.Equal(t, "still responsive\n", string(res.Stdout), "the sandbox works after the bomb")
+
+	res = h.bash("head -c 2000000000 /dev/zero | tail -n 1", false)
+	assert.NotEqual(t, 0, res.ExitCode)
+	assert.Equal(t, isolated.OutcomeMemoryLimit, isolated.OutcomeOf(res.ExitCode, string(res.Stderr)), "the memory hog hit its limit")
+}

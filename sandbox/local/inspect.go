@@ -267,6 +267,41 @@ func (s *Server) Output(commandID string) (stdout, stderr string, err error) {
 	return found.out.text(streamStdout), found.out.text(streamStderr), nil
 }
 
+// MemoryStats is what the server holds in memory for replay, as Memory
+// reports it. Output is counted as WithOutputLimit counts it: the bytes
+// written plus 64 bytes per write.
+type MemoryStats struct {
+	OutputBytes    int64 // command output kept for replay now
+	OutputBudget   int64 // the most it may keep (WithOutputBudget)
+	OutputLimit    int64 // the most one command may keep (WithOutputLimit)
+	EvictedBytes   int64 // output evicted by either budget since the start
+	ReleasedBytes  int64 // output released with stopped sessions
+	Commands       int   // commands recorded (see Commands)
+	Requests       int   // requests recorded (see Requests)
+	OutputCommands int   // commands whose output is kept (running ones included)
+}
+
+// Memory reports what the server holds in memory for replay. OutputBytes
+// never exceeds OutputBudget after a write has returned.
+func (s *Server) Memory() MemoryStats {
+	s.mu.Lock()
+	commands := len(s.commands)
+	s.mu.Unlock()
+	s.out.mu.Lock()
+	retained := s.out.logs.Len()
+	s.out.mu.Unlock()
+	return MemoryStats{
+		OutputBytes:    s.out.used.Load(),
+		OutputBudget:   s.out.budget,
+		OutputLimit:    s.cfg.outputLimit,
+		EvictedBytes:   s.out.evicted.Load(),
+		ReleasedBytes:  s.out.released.Load(),
+		Commands:       commands,
+		Requests:       s.reqs.len(),
+		OutputCommands: retained,
+	}
+}
+
 // Requests returns every request received so far, in arrival order, with
 // secrets redacted. It is safe to call while requests are in flight.
 func (s *Server) Requests() []Request {

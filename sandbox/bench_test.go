@@ -200,9 +200,21 @@ func discardingClient(tb testing.TB, received *atomic.Int64) *sandbox.Client {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(srv.Close)
-	fake := srv.Handler()
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/fs/write") {
+	ts := httptest.NewServer(uploadDiscarder(srv.Handler(), everyRequest, received))
+	tb.Cleanup(ts.Close)
+	c, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL),
+		sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// uploadDiscarder serves fake, except that the file uploads for which
+// discard is true are read, counted in received and discarded.
+func uploadDiscarder(fake http.Handler, discard func(*http.Request) bool, received *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/fs/write") || !discard(r) {
 			fake.ServeHTTP(w, r)
 			return
 		}
@@ -214,15 +226,11 @@ func discardingClient(tb testing.TB, received *atomic.Int64) *sandbox.Client {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, "{}")
-	}))
-	tb.Cleanup(ts.Close)
-	c, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL),
-		sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
+	})
 }
+
+// everyRequest selects every request.
+func everyRequest(*http.Request) bool { return true }
 
 // BenchmarkWriteFiles uploads 64 MiB in one file through WriteFiles at
 // each compression level, text and random data, to a server that discards

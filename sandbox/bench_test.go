@@ -57,34 +57,41 @@ func benchServer(b *testing.B) (*sandboxtest.Server, *sandbox.Client, *sandbox.S
 	return srv, c, sb
 }
 
+// benchLogStream runs read, which consumes the output of an attached run
+// of benchLines lines and returns the bytes of output it got (or, for a
+// copy, of body), as a benchmark of that many lines an iteration.
+func benchLogStream(b *testing.B, read func() int) {
+	want := benchLines * len(benchLine)
+	b.SetBytes(int64(want))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if n := read(); n < want {
+			b.Fatalf("got %d bytes, want %d", n, want)
+		}
+	}
+	b.ReportMetric(float64(b.N*benchLines)/b.Elapsed().Seconds(), "lines/s")
+}
+
 // BenchmarkLogStream consumes benchLines output lines of an attached run
 // through the client, into io.Discard.
 func BenchmarkLogStream(b *testing.B) {
 	_, _, sb := benchServer(b)
 	ctx := context.Background()
 	cmd := &command.Cmd{Name: "lines", Args: []string{strconv.Itoa(benchLines)}, Stdout: io.Discard, CaptureLimit: -1}
-	b.SetBytes(int64(benchLines * len(benchLine)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	benchLogStream(b, func() int {
 		res, err := sb.Run(ctx, cmd)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.StdoutBytes != int64(benchLines*len(benchLine)) {
-			b.Fatalf("got %d bytes", res.StdoutBytes)
-		}
-	}
-	b.ReportMetric(float64(b.N*benchLines)/b.Elapsed().Seconds(), "lines/s")
+		return int(res.StdoutBytes)
+	})
 }
 
-// rawRun returns a function that posts a run of command with args to the
-// session of sb with net/http alone, waiting with logs, and returns the
-// answer.
-func rawRun(b *testing.B, srv *sandboxtest.Server, sb *sandbox.Sandbox, command string, args ...string) func() *http.Response {
-	wireArgs, _ := json.Marshal(append([]string{}, args...))
-	body := fmt.Sprintf(`{"command":%q,"args":%s,"env":{},"sudo":false,"wait":true,"logs":true}`, command, wireArgs)
-	url := srv.URL() + "/v2/sandboxes/sessions/" + sb.SessionID() + "/cmd?teamId=" + local.TeamID
+// rawPost returns a function that posts body to path (below the session of
+// sb) with net/http alone and returns the answer.
+func rawPost(b *testing.B, srv *sandboxtest.Server, sb *sandbox.Sandbox, path, body string) func() *http.Response {
+	url := srv.URL() + "/v2/sandboxes/sessions/" + sb.SessionID() + path + "?teamId=" + local.TeamID
 	hc := &http.Client{}
 	return func() *http.Response {
 		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
@@ -98,42 +105,35 @@ func rawRun(b *testing.B, srv *sandboxtest.Server, sb *sandbox.Sandbox, command 
 	}
 }
 
+// rawRun returns a function that posts an attached run of command with
+// args, with its logs, through rawPost.
+func rawRun(b *testing.B, srv *sandboxtest.Server, sb *sandbox.Sandbox, command string, args ...string) func() *http.Response {
+	wireArgs, _ := json.Marshal(append([]string{}, args...))
+	return rawPost(b, srv, sb, "/cmd", fmt.Sprintf(`{"command":%q,"args":%s,"env":{},"sudo":false,"wait":true,"logs":true}`, command, wireArgs))
+}
+
 // BenchmarkLogStreamRaw is a peer: the same request and stream decoded with
 // net/http, bufio and encoding/json alone.
 func BenchmarkLogStreamRaw(b *testing.B) {
-	srv, _, sb := benchServer(b)
-	run := rawRun(b, srv, sb, "lines", strconv.Itoa(benchLines))
-	b.SetBytes(int64(benchLines * len(benchLine)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		resp := run()
-		total := rawLogBytes(b, resp.Body)
-		resp.Body.Close()
-		if total != benchLines*len(benchLine) {
-			b.Fatalf("got %d bytes", total)
-		}
-	}
-	b.ReportMetric(float64(b.N*benchLines)/b.Elapsed().Seconds(), "lines/s")
+	benchRawLogStream(b, func(r io.Reader) int { return rawLogBytes(b, r) })
 }
 
 // BenchmarkLogStreamCopy is the bound for BenchmarkLogStream: the same
 // request, its NDJSON answer copied to io.Discard without decoding.
 func BenchmarkLogStreamCopy(b *testing.B) {
+	benchRawLogStream(b, func(r io.Reader) int { return discardAll(b, r) })
+}
+
+// benchRawLogStream posts the run of BenchmarkLogStream with net/http alone
+// and reads the answer with read.
+func benchRawLogStream(b *testing.B, read func(io.Reader) int) {
 	srv, _, sb := benchServer(b)
 	run := rawRun(b, srv, sb, "lines", strconv.Itoa(benchLines))
-	b.SetBytes(int64(benchLines * len(benchLine)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	benchLogStream(b, func() int {
 		resp := run()
-		n, err := io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err != nil || n < int64(benchLines*len(benchLine)) {
-			b.Fatalf("copied %d bytes: %v", n, err)
-		}
-	}
-	b.ReportMetric(float64(b.N*benchLines)/b.Elapsed().Seconds(), "lines/s")
+		defer resp.Body.Close()
+		return read(resp.Body)
+	})
 }
 
 // BenchmarkRunTrue is the per-call overhead of an attached run of a
@@ -450,14 +450,7 @@ func BenchmarkLogDecode(b *testing.B) {
 // and encoding/json alone.
 func BenchmarkLogDecodeRaw(b *testing.B) {
 	benchLogBodies(b, func(b *testing.B, url string) func() int {
-		return func() int {
-			resp, err := http.Get(url + logsURL)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer resp.Body.Close()
-			return rawLogBytes(b, resp.Body)
-		}
+		return func() int { return getLog(b, url, func(r io.Reader) int { return rawLogBytes(b, r) }) }
 	})
 }
 
@@ -466,19 +459,28 @@ func BenchmarkLogDecodeRaw(b *testing.B) {
 // throughput counts the log data, as the decoders' does.
 func BenchmarkLogDecodeCopy(b *testing.B) {
 	benchLogBodies(b, func(b *testing.B, url string) func() int {
-		return func() int {
-			resp, err := http.Get(url + logsURL)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer resp.Body.Close()
-			n, err := io.Copy(io.Discard, resp.Body)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return int(n)
-		}
+		return func() int { return getLog(b, url, func(r io.Reader) int { return discardAll(b, r) }) }
 	})
+}
+
+// getLog gets the log that logBodyServer serves at url with net/http
+// alone, and returns what read returns for its body.
+func getLog(b *testing.B, url string, read func(io.Reader) int) int {
+	resp, err := http.Get(url + logsURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return read(resp.Body)
+}
+
+// discardAll copies r to io.Discard and returns how many bytes it copied.
+func discardAll(b *testing.B, r io.Reader) int {
+	n, err := io.Copy(io.Discard, r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return int(n)
 }
 
 // rawLogBytes is the baseline decoder: bufio and encoding/json alone. It

@@ -33,4 +33,6 @@ fi
 
 go test -run 'OneGiB|BoundedMemory' -count 1 -v ./sandbox ./files | grep -E 'peak heap|streamed|uploaded' | tee "$out/memory.txt"
 uptime | tee -a "$out/load.txt"
-go run golang.org/x/perf/cmd/benchstat@latest "$out/go.txt" "$out/extract.txt" "$out/tssdk.txt" | tee "$out/summary.txt"
+for f in go extract tssdk; do
+  [ -s "$out/$f.txt" ] && go run golang.org/x/perf/cmd/benchstat@latest "$out/$f.txt"
+done | tee "$out/summary.txt"

@@ -158,8 +158,8 @@ type CommandInfo struct {
 	Signals       []int             // signals sent through kill and timeouts
 	TimedOut      bool              // killed by its per-command timeout
 	OutputBytes   int64             // output produced, in bytes
-	DroppedFrames int64             // output frames dropped by the retention limit
-	DroppedBytes  int64             // output bytes dropped by the retention limit
+	DroppedFrames int64             // output frames evicted by WithOutputLimit or WithOutputBudget
+	DroppedBytes  int64             // output bytes evicted by WithOutputLimit or WithOutputBudget
 }
 
 // Sandboxes returns the live sandboxes, oldest first.
@@ -281,8 +281,9 @@ type MemoryStats struct {
 	OutputCommands int   // commands whose output is kept (running ones included)
 }
 
-// Memory reports what the server holds in memory for replay. OutputBytes
-// never exceeds OutputBudget after a write has returned.
+// Memory reports what the server holds in memory for replay. When no
+// write is in progress, OutputBytes is at most OutputBudget, but for the
+// output of a stopped session that a stream still reads.
 func (s *Server) Memory() MemoryStats {
 	s.mu.Lock()
 	commands := len(s.commands)

@@ -3,7 +3,6 @@ package sandbox_test
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
@@ -56,38 +57,43 @@ func benchServer(b *testing.B) (*sandboxtest.Server, *sandbox.Client, *sandbox.S
 	return srv, c, sb
 }
 
+// benchLogStream runs read, which consumes the output of an attached run
+// of benchLines lines and returns the bytes of output it got (or, for a
+// copy, of body), as a benchmark of that many lines an iteration.
+func benchLogStream(b *testing.B, read func() int) {
+	want := benchLines * len(benchLine)
+	b.SetBytes(int64(want))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if n := read(); n < want {
+			b.Fatalf("got %d bytes, want %d", n, want)
+		}
+	}
+	b.ReportMetric(float64(b.N*benchLines)/b.Elapsed().Seconds(), "lines/s")
+}
+
 // BenchmarkLogStream consumes benchLines output lines of an attached run
 // through the client, into io.Discard.
 func BenchmarkLogStream(b *testing.B) {
 	_, _, sb := benchServer(b)
 	ctx := context.Background()
 	cmd := &command.Cmd{Name: "lines", Args: []string{strconv.Itoa(benchLines)}, Stdout: io.Discard, CaptureLimit: -1}
-	b.SetBytes(int64(benchLines * len(benchLine)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	benchLogStream(b, func() int {
 		res, err := sb.Run(ctx, cmd)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.StdoutBytes != int64(benchLines*len(benchLine)) {
-			b.Fatalf("got %d bytes", res.StdoutBytes)
-		}
-	}
-	b.ReportMetric(float64(b.N*benchLines)/b.Elapsed().Seconds(), "lines/s")
+		return int(res.StdoutBytes)
+	})
 }
 
-// BenchmarkLogStreamRaw is the baseline: the same request and stream
-// decoded with net/http, bufio and encoding/json alone.
-func BenchmarkLogStreamRaw(b *testing.B) {
-	srv, _, sb := benchServer(b)
-	body := fmt.Sprintf(`{"command":"lines","args":["%d"],"env":{},"sudo":false,"wait":true,"logs":true}`, benchLines)
-	url := srv.URL() + "/v2/sandboxes/sessions/" + sb.SessionID() + "/cmd?teamId=" + local.TeamID
+// rawPost returns a function that posts body to path (below the session of
+// sb) with net/http alone and returns the answer.
+func rawPost(b *testing.B, srv *sandboxtest.Server, sb *sandbox.Sandbox, path, body string) func() *http.Response {
+	url := srv.URL() + "/v2/sandboxes/sessions/" + sb.SessionID() + path + "?teamId=" + local.TeamID
 	hc := &http.Client{}
-	b.SetBytes(int64(benchLines * len(benchLine)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	return func() *http.Response {
 		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+srv.Token())
 		req.Header.Set("Content-Type", "application/json")
@@ -95,13 +101,39 @@ func BenchmarkLogStreamRaw(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		total := rawLogBytes(b, resp.Body)
-		resp.Body.Close()
-		if total != benchLines*len(benchLine) {
-			b.Fatalf("got %d bytes", total)
-		}
+		return resp
 	}
-	b.ReportMetric(float64(b.N*benchLines)/b.Elapsed().Seconds(), "lines/s")
+}
+
+// rawRun returns a function that posts an attached run of command with
+// args, with its logs, through rawPost.
+func rawRun(b *testing.B, srv *sandboxtest.Server, sb *sandbox.Sandbox, command string, args ...string) func() *http.Response {
+	wireArgs, _ := json.Marshal(append([]string{}, args...))
+	return rawPost(b, srv, sb, "/cmd", fmt.Sprintf(`{"command":%q,"args":%s,"env":{},"sudo":false,"wait":true,"logs":true}`, command, wireArgs))
+}
+
+// BenchmarkLogStreamRaw is a peer: the same request and stream decoded with
+// net/http, bufio and encoding/json alone.
+func BenchmarkLogStreamRaw(b *testing.B) {
+	benchRawLogStream(b, func(r io.Reader) int { return rawLogBytes(b, r) })
+}
+
+// BenchmarkLogStreamCopy is the bound for BenchmarkLogStream: the same
+// request, its NDJSON answer copied to io.Discard without decoding.
+func BenchmarkLogStreamCopy(b *testing.B) {
+	benchRawLogStream(b, func(r io.Reader) int { return discardAll(b, r) })
+}
+
+// benchRawLogStream posts the run of BenchmarkLogStream with net/http alone
+// and reads the answer with read.
+func benchRawLogStream(b *testing.B, read func(io.Reader) int) {
+	srv, _, sb := benchServer(b)
+	run := rawRun(b, srv, sb, "lines", strconv.Itoa(benchLines))
+	benchLogStream(b, func() int {
+		resp := run()
+		defer resp.Body.Close()
+		return read(resp.Body)
+	})
 }
 
 // BenchmarkRunTrue is the per-call overhead of an attached run of a
@@ -123,19 +155,11 @@ func BenchmarkRunTrue(b *testing.B) {
 // exchange with net/http and encoding/json alone.
 func BenchmarkRunTrueRaw(b *testing.B) {
 	srv, _, sb := benchServer(b)
-	url := srv.URL() + "/v2/sandboxes/sessions/" + sb.SessionID() + "/cmd?teamId=" + local.TeamID
-	body := `{"command":"true","args":[],"env":{},"sudo":false,"wait":true,"logs":true}`
-	hc := &http.Client{}
+	run := rawRun(b, srv, sb, "true")
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+srv.Token())
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
+		resp := run()
 		dec := json.NewDecoder(resp.Body)
 		for {
 			var f map[string]any
@@ -176,9 +200,21 @@ func discardingClient(tb testing.TB, received *atomic.Int64) *sandbox.Client {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(srv.Close)
-	fake := srv.Handler()
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/fs/write") {
+	ts := httptest.NewServer(uploadDiscarder(srv.Handler(), everyRequest, received))
+	tb.Cleanup(ts.Close)
+	c, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL),
+		sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// uploadDiscarder serves fake, except that the file uploads for which
+// discard is true are read, counted in received and discarded.
+func uploadDiscarder(fake http.Handler, discard func(*http.Request) bool, received *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/fs/write") || !discard(r) {
 			fake.ServeHTTP(w, r)
 			return
 		}
@@ -190,15 +226,11 @@ func discardingClient(tb testing.TB, received *atomic.Int64) *sandbox.Client {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, "{}")
-	}))
-	tb.Cleanup(ts.Close)
-	c, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL),
-		sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
+	})
 }
+
+// everyRequest selects every request.
+func everyRequest(*http.Request) bool { return true }
 
 // BenchmarkWriteFiles uploads 64 MiB in one file through WriteFiles at
 // each compression level, text and random data, to a server that discards
@@ -234,9 +266,10 @@ func BenchmarkWriteFiles(b *testing.B) {
 	}
 }
 
-// BenchmarkWriteFilesGzipOnly is the floor for BenchmarkWriteFiles:
-// compress/gzip alone over the same data at the same level, in 64 KiB
-// writes to io.Discard, with no tar, HTTP or server.
+// BenchmarkWriteFilesGzipOnly is the bound for BenchmarkWriteFiles: the
+// compressor that uploads use (github.com/klauspost/compress/gzip) alone
+// over the same data at the same level, in 64 KiB writes to io.Discard,
+// with no tar, HTTP or server.
 func BenchmarkWriteFilesGzipOnly(b *testing.B) {
 	text, random := uploadData()
 	for _, d := range []struct {
@@ -314,85 +347,140 @@ func BenchmarkWriteFiles1GiB(b *testing.B) {
 	}
 }
 
-// decodeLines is the number of frames in the prebuilt log body of
-// BenchmarkLogDecode.
-const decodeLines = 1_000_000
+// logBody is a prebuilt NDJSON log in hosted Vercel's frame order (data
+// first) and the bytes of log data it carries.
+type logBody struct {
+	name    string
+	frames  int
+	payload int
+	data    []byte
+}
 
-// logBodyServer serves a prebuilt NDJSON log of decodeLines frames, and a
-// finished command, so the benchmarks measure the client alone.
-func logBodyServer(b *testing.B) (string, int) {
-	b.Helper()
+// logBodies are the bodies of the log decoding benchmarks: a million
+// one-line frames, and 4,096 frames of 16 KiB (64 MiB of data each way).
+var logBodies = sync.OnceValue(func() []logBody {
+	line := logBody{name: "line", frames: 1_000_000}
 	var body bytes.Buffer
-	payload := 0
-	for i := 0; i < decodeLines; i++ {
-		line := fmt.Sprintf("line %d of the benchmark output\\n", i)
-		payload += len(line) - 1 // the escaped newline is one byte of data
-		fmt.Fprintf(&body, `{"stream":"stdout","data":"%s"}`+"\n", line)
+	for i := 0; i < line.frames; i++ {
+		data := fmt.Sprintf("line %d of the benchmark output\\n", i)
+		line.payload += len(data) - 1 // the escaped newline is one byte of data
+		fmt.Fprintf(&body, `{"data":"%s","stream":"stdout"}`+"\n", data)
 	}
-	data := body.Bytes()
+	line.data = body.Bytes()
+
+	big := logBody{name: "16KiB", frames: 4096}
+	chunk := strings.Repeat("0123456789abcdef", 1<<10)
+	var bigBody bytes.Buffer
+	for i := 0; i < big.frames; i++ {
+		big.payload += len(chunk)
+		fmt.Fprintf(&bigBody, `{"data":"%s","stream":"stdout"}`+"\n", chunk)
+	}
+	big.data = bigBody.Bytes()
+	return []logBody{line, big}
+})
+
+// logBodyServer serves body as the log of a command, and the command as
+// finished, so the benchmarks measure the client alone.
+func logBodyServer(b *testing.B, body logBody) string {
+	b.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/logs") {
 			w.Header().Set("Content-Type", "application/x-ndjson")
-			w.Write(data)
+			w.Write(body.data)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"command":{"id":"cmd_1","name":"x","args":[],"cwd":"/","sessionId":"sbx_1","exitCode":0,"startedAt":1}}`)
 	}))
 	b.Cleanup(srv.Close)
-	return srv.URL, payload
+	return srv.URL
 }
 
-// BenchmarkLogDecode reads decodeLines log frames through
-// command.Handle.Logs over loopback.
-func BenchmarkLogDecode(b *testing.B) {
-	url, payload := logBodyServer(b)
-	c, err := sandbox.NewClient(sandbox.WithBaseURL(url), sandbox.WithToken("t", "team", "prj"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := c.Attach(command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.SetBytes(int64(payload))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		n := 0
-		for ev, err := range h.Logs(ctx) {
-			if err != nil {
-				b.Fatal(err)
+// benchLogBodies runs a benchmark for each log body, with the body's data as
+// the bytes of an iteration. setup returns what one iteration does: read
+// the log and return how many bytes of log data, or of body for a copy, it
+// read.
+func benchLogBodies(b *testing.B, setup func(b *testing.B, url string) func() int) {
+	for _, body := range logBodies() {
+		b.Run(body.name, func(b *testing.B) {
+			read := setup(b, logBodyServer(b, body))
+			b.SetBytes(int64(body.payload))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if n := read(); n != body.payload && n != len(body.data) {
+					b.Fatalf("got %d bytes, want %d", n, body.payload)
+				}
 			}
-			n += len(ev.Data)
-		}
-		if n != payload {
-			b.Fatalf("got %d bytes, want %d", n, payload)
-		}
+			b.ReportMetric(float64(b.N*body.frames)/b.Elapsed().Seconds(), "frames/s")
+		})
 	}
-	b.ReportMetric(float64(b.N*decodeLines)/b.Elapsed().Seconds(), "lines/s")
 }
 
-// BenchmarkLogDecodeRaw is the baseline: the same body read with net/http,
-// bufio and encoding/json alone.
-func BenchmarkLogDecodeRaw(b *testing.B) {
-	url, payload := logBodyServer(b)
-	b.SetBytes(int64(payload))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		resp, err := http.Get(url + "/v2/sandboxes/sessions/sbx_1/cmd/cmd_1/logs")
+// logsURL is the path of the log of the command logBodyServer serves.
+const logsURL = "/v2/sandboxes/sessions/sbx_1/cmd/cmd_1/logs"
+
+// BenchmarkLogDecode reads log frames in hosted Vercel's frame order through
+// command.Handle.Logs over loopback. Compare with BenchmarkLogDecodeCopy.
+func BenchmarkLogDecode(b *testing.B) {
+	ctx := context.Background()
+	benchLogBodies(b, func(b *testing.B, url string) func() int {
+		c, err := sandbox.NewClient(sandbox.WithBaseURL(url), sandbox.WithToken("t", "team", "prj"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		n := rawLogBytes(b, resp.Body)
-		resp.Body.Close()
-		if n != payload {
-			b.Fatalf("got %d bytes, want %d", n, payload)
+		h, err := c.Attach(command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+		if err != nil {
+			b.Fatal(err)
 		}
+		return func() int {
+			n := 0
+			for ev, err := range h.Logs(ctx) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += len(ev.Data)
+			}
+			return n
+		}
+	})
+}
+
+// BenchmarkLogDecodeRaw is a peer: the same body read with net/http, bufio
+// and encoding/json alone.
+func BenchmarkLogDecodeRaw(b *testing.B) {
+	benchLogBodies(b, func(b *testing.B, url string) func() int {
+		return func() int { return getLog(b, url, func(r io.Reader) int { return rawLogBytes(b, r) }) }
+	})
+}
+
+// BenchmarkLogDecodeCopy is the bound for BenchmarkLogDecode: the same
+// HTTP body over loopback, copied to io.Discard without decoding. Its
+// throughput counts the log data, as the decoders' does.
+func BenchmarkLogDecodeCopy(b *testing.B) {
+	benchLogBodies(b, func(b *testing.B, url string) func() int {
+		return func() int { return getLog(b, url, func(r io.Reader) int { return discardAll(b, r) }) }
+	})
+}
+
+// getLog gets the log that logBodyServer serves at url with net/http
+// alone, and returns what read returns for its body.
+func getLog(b *testing.B, url string, read func(io.Reader) int) int {
+	resp, err := http.Get(url + logsURL)
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(float64(b.N*decodeLines)/b.Elapsed().Seconds(), "lines/s")
+	defer resp.Body.Close()
+	return read(resp.Body)
+}
+
+// discardAll copies r to io.Discard and returns how many bytes it copied.
+func discardAll(b *testing.B, r io.Reader) int {
+	n, err := io.Copy(io.Discard, r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return int(n)
 }
 
 // rawLogBytes is the baseline decoder: bufio and encoding/json alone. It
@@ -404,8 +492,8 @@ func rawLogBytes(b *testing.B, r io.Reader) int {
 		line, err := br.ReadSlice('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
 			var f struct {
-				Stream string `json:"stream"`
 				Data   string `json:"data"`
+				Stream string `json:"stream"`
 			}
 			if err := json.Unmarshal(line, &f); err != nil {
 				b.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,18 +98,7 @@ func (h *heapPeak) growth() uint64 {
 // and passes everything else to the fake.
 func discardUploads(t *testing.T, e *env, got *atomic.Int64) *sandbox.Client {
 	return proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
-		if !strings.HasSuffix(r.URL.Path, "/fs/write") {
-			next.ServeHTTP(w, r)
-			return
-		}
-		n, err := io.Copy(io.Discard, r.Body)
-		got.Add(n)
-		if err != nil {
-			writeAPIError(w, http.StatusBadRequest, "bad_request", err.Error())
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, "{}")
+		uploadDiscarder(next, everyRequest, got).ServeHTTP(w, r)
 	})
 }
 

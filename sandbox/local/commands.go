@@ -92,7 +92,7 @@ func (s *Server) registerCommand(sess *sessionRec, req *wire.CommandRequest, cwd
 		timeoutMs: req.Timeout,
 		startedAt: s.nowMs(),
 		started:   time.Now(),
-		out:       newOutputLog(s.cfg.outputLimit),
+		out:       s.out.newLog(s.cfg.outputLimit),
 		done:      make(chan struct{}),
 	}
 	sess.commands[id] = c
@@ -233,11 +233,21 @@ func (s *Server) awaitCommand(ctx context.Context, c *commandRec) bool {
 
 // followOutput writes every output frame of c, from the first, until the
 // output is complete. It reports false when it stopped early (client gone,
-// write failure or server closing).
+// write failure, server closing, or output no longer held, which ends the
+// stream with an error frame).
 func (s *Server) followOutput(ctx context.Context, nd *ndjsonWriter, c *commandRec) bool {
+	if err := c.out.follow(); err != nil {
+		_ = nd.line(err.line())
+		return false
+	}
+	defer c.out.unfollow()
 	var from int64
 	for {
 		frames, next, done, err := c.out.next(ctx, s.baseCtx.Done(), from)
+		if ev, ok := err.(*evictedError); ok {
+			_ = nd.line(ev.line())
+			return false
+		}
 		if err != nil {
 			return false
 		}

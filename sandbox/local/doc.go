@@ -102,4 +102,9 @@
 //     them is up to the executor; hostexec refuses account tools.
 //   - Per-project namespaces: names are unique across the whole server.
 //   - keepLastSnapshots only evicts by count; its expiration is ignored.
+//   - Unlimited log replay: the output kept for replay is bounded per command
+//     (WithOutputLimit) and in total (WithOutputBudget), oldest evicted
+//     first, and released when its session stops. A replay that needs
+//     evicted output ends with an error frame of code "output_evicted".
+//     Memory reports what is kept.
 package local

@@ -158,8 +158,8 @@ type CommandInfo struct {
 	Signals       []int             // signals sent through kill and timeouts
 	TimedOut      bool              // killed by its per-command timeout
 	OutputBytes   int64             // output produced, in bytes
-	DroppedFrames int64             // output frames dropped by the retention limit
-	DroppedBytes  int64             // output bytes dropped by the retention limit
+	DroppedFrames int64             // output frames evicted by WithOutputLimit or WithOutputBudget
+	DroppedBytes  int64             // output bytes evicted by WithOutputLimit or WithOutputBudget
 }
 
 // Sandboxes returns the live sandboxes, oldest first.
@@ -265,6 +265,42 @@ func (s *Server) Output(commandID string) (stdout, stderr string, err error) {
 		return "", "", fmt.Errorf("local: no command %q", commandID)
 	}
 	return found.out.text(streamStdout), found.out.text(streamStderr), nil
+}
+
+// MemoryStats is what the server holds in memory for replay, as Memory
+// reports it. Output is counted as WithOutputLimit counts it: the bytes
+// written plus 64 bytes per write.
+type MemoryStats struct {
+	OutputBytes    int64 // command output kept for replay now
+	OutputBudget   int64 // the most it may keep (WithOutputBudget)
+	OutputLimit    int64 // the most one command may keep (WithOutputLimit)
+	EvictedBytes   int64 // output evicted by either budget since the start
+	ReleasedBytes  int64 // output released with stopped sessions
+	Commands       int   // commands recorded (see Commands)
+	Requests       int   // requests recorded (see Requests)
+	OutputCommands int   // commands whose output is kept (running ones included)
+}
+
+// Memory reports what the server holds in memory for replay. When no
+// write is in progress, OutputBytes is at most OutputBudget, but for the
+// output of a stopped session that a stream still reads.
+func (s *Server) Memory() MemoryStats {
+	s.mu.Lock()
+	commands := len(s.commands)
+	s.mu.Unlock()
+	s.out.mu.Lock()
+	retained := s.out.logs.Len()
+	s.out.mu.Unlock()
+	return MemoryStats{
+		OutputBytes:    s.out.used.Load(),
+		OutputBudget:   s.out.budget,
+		OutputLimit:    s.cfg.outputLimit,
+		EvictedBytes:   s.out.evicted.Load(),
+		ReleasedBytes:  s.out.released.Load(),
+		Commands:       commands,
+		Requests:       s.reqs.len(),
+		OutputCommands: retained,
+	}
 }
 
 // Requests returns every request received so far, in arrival order, with

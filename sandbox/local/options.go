@@ -24,6 +24,7 @@ type config struct {
 	outputLimit  int64
 	diskQuota    int64
 	diskQuotaSet bool
+	outputBudget int64
 	seed         *uint64
 	middleware   []Middleware
 	mounts       []mount
@@ -102,10 +103,18 @@ func WithStopDelay(d time.Duration) Option { return func(c *config) { c.stopDela
 // answers 400 sandbox_timeout_invalid. The default is 5 hours.
 func WithMaxTimeout(d time.Duration) Option { return func(c *config) { c.maxTimeout = d } }
 
-// WithOutputLimit bounds how many bytes of output are kept per command for
-// replay through the logs endpoint (default 64 MiB). Beyond it the oldest
-// output is dropped; CommandInfo reports how much.
+// WithOutputLimit bounds the output kept per command for replay through the
+// logs endpoint (default 64 MiB): the bytes written plus 64 bytes per write.
+// Beyond it the oldest output of the command is evicted; CommandInfo
+// reports how much, and a replay that needs it ends with an error frame
+// (code "output_evicted").
 func WithOutputLimit(n int64) Option { return func(c *config) { c.outputLimit = n } }
+
+// WithOutputBudget bounds the output kept for replay by every command of the
+// server together, counted as WithOutputLimit counts it (default 256 MiB).
+// Beyond it the output of the oldest commands is evicted first. Output is
+// also released when its session stops. Memory reports the total.
+func WithOutputBudget(n int64) Option { return func(c *config) { c.outputBudget = n } }
 
 // WithSeed makes generated ids and names reproducible.
 func WithSeed(seed uint64) Option { return func(c *config) { c.seed = &seed } }

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"container/list"
 	"context"
 	"io"
 	"strings"
@@ -14,8 +15,8 @@ const (
 	streamStderr = "stderr"
 )
 
-// defaultOutputLimit is how many bytes of output the server keeps per command
-// for replay by the logs endpoint.
+// defaultOutputLimit is how much output (in frameCost units) the server
+// keeps per command for replay by the logs endpoint.
 const defaultOutputLimit = 64 << 20
 
 // maxBatch bounds how many frames a follower copies at a time.
@@ -33,14 +34,19 @@ type outFrame struct {
 // appending wakes them by closing a channel, and each follower copies what
 // it needs under the lock and writes to its client without it.
 type outputLog struct {
-	mu      sync.Mutex
-	frames  []outFrame
-	first   int64 // sequence number of frames[0]
-	size    int64 // bytes held in frames
-	limit   int64
-	closed  bool
-	wake    chan struct{} // closed and replaced on every change
-	partial [2][]byte     // incomplete UTF-8 tail per stream (stdout, stderr)
+	store *outputStore  // charged for what the log retains; nil in unit tests
+	elem  *list.Element // in store.logs; guarded by store.mu
+
+	mu       sync.Mutex
+	frames   []outFrame
+	first    int64 // sequence number of frames[0]
+	size     int64 // cost of frames (see frameCost)
+	limit    int64
+	closed   bool
+	wake     chan struct{} // closed and replaced on every change
+	partial  [2][]byte     // incomplete UTF-8 tail per stream (stdout, stderr)
+	readers  int           // followers reading now
+	released bool          // the session stopped: drop the frames once no one reads
 
 	droppedFrames int64
 	droppedBytes  int64
@@ -83,13 +89,15 @@ func streamIndex(stream string) int {
 // become U+FFFD.
 func (o *outputLog) append(stream string, p []byte) error {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.closed {
+		o.mu.Unlock()
 		return io.ErrClosedPipe
 	}
 	if len(p) == 0 {
+		o.mu.Unlock()
 		return nil
 	}
+	var acct charges
 	i := streamIndex(stream)
 	buf := p
 	if len(o.partial[i]) > 0 {
@@ -101,25 +109,119 @@ func (o *outputLog) append(stream string, p []byte) error {
 		o.partial[i] = append([]byte(nil), buf[cut:]...)
 	}
 	if cut > 0 {
-		o.push(stream, validUTF8(buf[:cut]))
+		o.push(stream, validUTF8(buf[:cut]), &acct)
 	}
+	o.mu.Unlock()
+	o.settle(acct)
 	return nil
 }
 
-// push stores one frame and wakes followers. Called with o.mu held.
-func (o *outputLog) push(stream, data string) {
+// charges is what one change of a log retained and evicted, to settle with
+// the store once the log's lock is released.
+type charges struct{ added, evicted int64 }
+
+func (o *outputLog) settle(acct charges) {
+	if o.store == nil {
+		return
+	}
+	if acct.evicted > 0 {
+		o.store.uncharge(acct.evicted, true)
+	}
+	if acct.added > 0 {
+		o.store.charge(acct.added)
+	}
+}
+
+// push stores one frame, evicts the oldest frames beyond the per-command
+// limit and wakes followers. Called with o.mu held.
+func (o *outputLog) push(stream, data string, acct *charges) {
 	o.frames = append(o.frames, outFrame{stream: stream, data: data})
-	o.size += int64(len(data))
+	o.size += frameCost(len(data))
+	acct.added += frameCost(len(data))
 	o.totalBytes += int64(len(data))
 	for o.size > o.limit && len(o.frames) > 1 {
-		o.size -= int64(len(o.frames[0].data))
-		o.droppedBytes += int64(len(o.frames[0].data))
-		o.droppedFrames++
-		o.frames[0] = outFrame{}
-		o.frames = o.frames[1:]
-		o.first++
+		acct.evicted += o.dropFirst()
 	}
 	o.signal()
+}
+
+// dropFirst drops the oldest frame and returns its cost. Called with o.mu
+// held.
+func (o *outputLog) dropFirst() int64 {
+	n := len(o.frames[0].data)
+	o.size -= frameCost(n)
+	o.droppedBytes += int64(n)
+	o.droppedFrames++
+	o.frames[0] = outFrame{}
+	o.frames = o.frames[1:]
+	o.first++
+	return frameCost(n)
+}
+
+// evictFront drops the oldest frames until need is freed or none is left,
+// for the server-wide budget. It reports whether the log is complete and
+// empty, so that the store may forget it. Called with the store's lock.
+func (o *outputLog) evictFront(need int64) (spent bool) {
+	o.mu.Lock()
+	var freed int64
+	for freed < need && len(o.frames) > 0 {
+		freed += o.dropFirst()
+	}
+	if len(o.frames) == 0 {
+		o.frames = nil // let the backing array go
+	}
+	spent = o.closed && len(o.frames) == 0
+	o.mu.Unlock()
+	o.store.uncharge(freed, true)
+	return spent
+}
+
+// release marks the output as released with its session; the frames are
+// dropped now, or when the last follower leaves.
+func (o *outputLog) release() {
+	o.mu.Lock()
+	o.released = true
+	cost := o.dropIfReleased()
+	o.mu.Unlock()
+	if cost > 0 && o.store != nil {
+		o.store.uncharge(cost, false)
+	}
+}
+
+// dropIfReleased drops every frame of a released log that no one reads and
+// returns their cost. Called with o.mu held.
+func (o *outputLog) dropIfReleased() int64 {
+	if !o.released || o.readers > 0 || len(o.frames) == 0 {
+		return 0
+	}
+	cost := o.size
+	o.first += int64(len(o.frames))
+	o.frames, o.size = nil, 0
+	o.signal()
+	return cost
+}
+
+// follow registers a follower, who must call unfollow when done. Once the
+// output has been released no new follower may read it.
+func (o *outputLog) follow() *evictedError {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.released && o.first+int64(len(o.frames)) > 0 {
+		return &evictedError{released: true, frames: o.first + int64(len(o.frames))}
+	}
+	o.readers++
+	return nil
+}
+
+// unfollow ends what follow began.
+func (o *outputLog) unfollow() {
+	o.mu.Lock()
+	o.readers--
+	cost := o.dropIfReleased()
+	o.mu.Unlock()
+	if cost > 0 && o.store != nil {
+		o.store.uncharge(cost, false)
+	}
 }
 
 func (o *outputLog) signal() {
@@ -130,30 +232,36 @@ func (o *outputLog) signal() {
 // close flushes held-back bytes (as U+FFFD) and marks the output complete.
 func (o *outputLog) close() {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.closed {
+		o.mu.Unlock()
 		return
 	}
+	var acct charges
 	for i, stream := range []string{streamStdout, streamStderr} {
 		if len(o.partial[i]) > 0 {
-			o.push(stream, validUTF8(o.partial[i]))
+			o.push(stream, validUTF8(o.partial[i]), &acct)
 			o.partial[i] = nil
 		}
 	}
 	o.closed = true
 	o.signal()
+	o.mu.Unlock()
+	o.settle(acct)
 }
 
 // next returns frames from sequence number from on (at most maxBatch),
-// waiting for some to arrive if there are none yet. done is true when the output is complete
-// and every frame up to its end has been returned. Frames dropped by the
-// retention limit are skipped. It returns early with ctx's error, or when
-// stop is closed and nothing new has arrived.
+// waiting for some to arrive if there are none yet. done is true when the
+// output is complete and every frame up to its end has been returned. A
+// frame that is no longer held (evicted by a budget, or released) gives an
+// *evictedError. It returns early with ctx's error, or when stop is closed
+// and nothing new has arrived.
 func (o *outputLog) next(ctx context.Context, stop <-chan struct{}, from int64) (frames []outFrame, nextFrom int64, done bool, err error) {
 	for {
 		o.mu.Lock()
 		if from < o.first {
-			from = o.first
+			err := &evictedError{released: o.released, frames: o.first - from}
+			o.mu.Unlock()
+			return nil, from, false, err
 		}
 		end := o.first + int64(len(o.frames))
 		if from < end {

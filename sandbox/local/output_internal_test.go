@@ -76,7 +76,7 @@ func FuzzOutputLogUTF8(f *testing.F) {
 
 func TestOutputLogBatchesAndDrops(t *testing.T) {
 	t.Parallel()
-	o := newOutputLog(1000)
+	o := newOutputLog(0)
 	for range maxBatch + 10 {
 		_ = o.append(streamStdout, []byte("ab"))
 	}
@@ -90,13 +90,20 @@ func TestOutputLogBatchesAndDrops(t *testing.T) {
 	assert.Len(t, frames, 10)
 
 	// Frames beyond the limit were dropped, oldest first: a reader that
-	// starts at 0 is moved to the oldest retained frame.
-	small := newOutputLog(4)
+	// starts at 0 is told, and one that starts at the oldest retained frame
+	// reads on.
+	small := newOutputLog(frameCost(3))
 	for _, s := range []string{"1", "22", "333"} {
 		_ = small.append(streamStdout, []byte(s))
 	}
 	small.close()
-	assert.Equal(t, []outFrame{{streamStdout, "333"}}, drain(t, small))
+	_, _, _, err = small.next(context.Background(), nil, 0)
+	var ev *evictedError
+	require.ErrorAs(t, err, &ev)
+	assert.Equal(t, int64(2), ev.frames)
+	frames, _, _, err = small.next(context.Background(), nil, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []outFrame{{streamStdout, "333"}}, frames)
 	total, frames2, bytes := small.stats()
 	assert.Equal(t, int64(6), total)
 	assert.Equal(t, int64(2), frames2)
@@ -114,4 +121,61 @@ func TestOutputLogNextStops(t *testing.T) {
 	close(stop)
 	_, _, _, err = o.next(context.Background(), stop, 0)
 	assert.Error(t, err)
+}
+
+// The server-wide budget evicts the oldest command's output first, whole
+// frames at a time, and forgets a finished command once it holds nothing.
+func TestOutputStoreEvictsOldestCommandFirst(t *testing.T) {
+	t.Parallel()
+	st := newOutputStore(4 * frameCost(10))
+	older, newer := st.newLog(0), st.newLog(0)
+	for range 3 {
+		_ = older.append(streamStdout, []byte("0123456789"))
+	}
+	older.close()
+	_ = newer.append(streamStdout, []byte("abcdefghij"))
+	assert.Equal(t, 4*frameCost(10), st.used.Load(), "at the budget: nothing evicted yet")
+
+	_ = newer.append(streamStdout, []byte("klmnopqrst"))
+	assert.Equal(t, 4*frameCost(10), st.used.Load())
+	assert.Equal(t, frameCost(10), st.evicted.Load())
+	_, _, _, err := older.next(context.Background(), nil, 0)
+	assert.ErrorAs(t, err, new(*evictedError), "the older command lost its first frame")
+	frames, _, _, err := newer.next(context.Background(), nil, 0)
+	require.NoError(t, err)
+	assert.Len(t, frames, 2, "the newer command keeps all of its output")
+
+	for range 2 {
+		_ = newer.append(streamStdout, []byte("uvwxyz0123"))
+	}
+	assert.Equal(t, 1, st.logs.Len(), "the older command, finished and empty, is forgotten")
+	assert.Equal(t, 4*frameCost(10), st.used.Load())
+}
+
+// Output released with its session stays readable by a stream that was
+// reading it, and is dropped when that stream ends; a new stream is told.
+func TestOutputStoreReleaseWaitsForFollowers(t *testing.T) {
+	t.Parallel()
+	st := newOutputStore(0)
+	o := st.newLog(0)
+	_ = o.append(streamStdout, []byte("kept"))
+	o.close()
+	require.Nil(t, o.follow())
+	st.release(o)
+	assert.Equal(t, []outFrame{{streamStdout, "kept"}}, drain(t, o))
+	assert.Equal(t, frameCost(4), st.used.Load(), "still held for the stream in flight")
+	o.unfollow()
+	assert.Zero(t, st.used.Load())
+	assert.Equal(t, frameCost(4), st.released.Load())
+	ev := o.follow()
+	require.NotNil(t, ev)
+	assert.True(t, ev.released)
+	assert.Contains(t, ev.line().Data.Message, "released when its session stopped")
+
+	// A command that printed nothing has nothing to miss.
+	empty := st.newLog(0)
+	empty.close()
+	st.release(empty)
+	assert.Nil(t, empty.follow())
+	empty.unfollow()
 }

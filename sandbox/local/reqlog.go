@@ -76,6 +76,13 @@ func (l *requestLog) record(r *http.Request, now time.Time) *reqEntry {
 	return e
 }
 
+// len is the number of requests recorded.
+func (l *requestLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.entries)
+}
+
 func (l *requestLog) snapshot() []Request {
 	l.mu.Lock()
 	entries := append([]*reqEntry(nil), l.entries...)

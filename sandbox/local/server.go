@@ -31,6 +31,7 @@ const closeGrace = 2 * time.Second
 // with New (tests use sandboxtest.NewServer).
 type Server struct {
 	cfg       config
+	out       *outputStore // command output kept for replay
 	exec      Executor
 	log       *slog.Logger
 	ids       *idSource
@@ -69,12 +70,13 @@ type Server struct {
 // New returns a server that is not listening yet: call Serve, or mount
 // Handler in a server of your own. Call Close when done.
 func New(opts ...Option) (*Server, error) {
-	cfg := config{maxTimeout: 5 * time.Hour, outputLimit: defaultOutputLimit}
+	cfg := config{maxTimeout: 5 * time.Hour, outputLimit: defaultOutputLimit, outputBudget: defaultOutputBudget}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	s := &Server{
 		cfg:       cfg,
+		out:       newOutputStore(cfg.outputBudget),
 		exec:      cfg.exec,
 		log:       cfg.logger,
 		ids:       newIDSource(cfg.seed),

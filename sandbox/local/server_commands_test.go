@@ -288,11 +288,13 @@ func TestOutputIsValidUTF8(t *testing.T) {
 
 func TestOutputRetentionLimit(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, local.WithOutputLimit(10))
+	// Room for two writes of 4 bytes, at 64 bytes of overhead each.
+	h := newHarness(t, local.WithOutputLimit(2*(4+64)))
 	r := h.create(nil)
 	c := h.run(r.Session.ID, "chunks", "5", "4")
 	h.wait(r.Session.ID, c.ID)
-	assert.Equal(t, []logFrame{{"stdout", "xxxx"}, {"stdout", "xxxx"}}, h.logs(r.Session.ID, c.ID))
+	assert.Equal(t, []logFrame{{"error", "output_evicted"}}, h.logs(r.Session.ID, c.ID),
+		"a replay that cannot start at the first byte says so")
 	info := h.srv.Commands()[0]
 	assert.Equal(t, int64(20), info.OutputBytes)
 	assert.Equal(t, int64(3), info.DroppedFrames)

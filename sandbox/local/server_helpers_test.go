@@ -293,9 +293,7 @@ func (h *harness) logs(sid, cid string) []logFrame {
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
-			var f logFrame
-			require.NoError(h.t, json.Unmarshal(line, &f), "%s", line)
-			frames = append(frames, f)
+			frames = append(frames, h.logFrame(line))
 		}
 		if err == io.EOF {
 			return frames
@@ -304,9 +302,28 @@ func (h *harness) logs(sid, cid string) []logFrame {
 	}
 }
 
+// logFrame is one line of a logs stream; an error frame has Stream "error"
+// and its code as Data.
 type logFrame struct {
 	Stream string `json:"stream"`
 	Data   string `json:"data"`
+}
+
+func (h *harness) logFrame(line []byte) logFrame {
+	h.t.Helper()
+	var f struct {
+		Stream string          `json:"stream"`
+		Data   json.RawMessage `json:"data"`
+	}
+	require.NoError(h.t, json.Unmarshal(line, &f), "%s", line)
+	if f.Stream == "error" {
+		var ed wire.StreamErrorData
+		require.NoError(h.t, json.Unmarshal(f.Data, &ed), "%s", line)
+		return logFrame{f.Stream, ed.Code}
+	}
+	var data string
+	require.NoError(h.t, json.Unmarshal(f.Data, &data), "%s", line)
+	return logFrame{f.Stream, data}
 }
 
 // readLine reads one NDJSON line, failing the test after timeout.

@@ -72,9 +72,10 @@ func TestStopThenGone(t *testing.T) {
 		h.fail(410, "sandbox_stopped", "POST", sessPath(sid, c.path), c.body, c.hdr...)
 	}
 
-	// Finished commands stay readable, and a second stop is a no-op.
+	// Finished commands stay readable, their output is released with the
+	// session, and a second stop is a no-op.
 	assert.Equal(t, 0, *h.wait(sid, done.ID).ExitCode)
-	assert.Equal(t, []logFrame{{"stdout", "before\n"}}, h.logs(sid, done.ID))
+	assert.Equal(t, []logFrame{{"error", "output_evicted"}}, h.logs(sid, done.ID))
 	var again wire.StopResponse
 	h.ok("POST", sessPath(sid, "/stop"), nil, &again)
 	assert.Equal(t, "stopped", again.Session.Status)

@@ -236,6 +236,9 @@ func (s *Server) markStopped(sess *sessionRec, now int64) {
 		sb.statusUpdatedAt = now
 	}
 	sess.cancel()
+	for _, c := range sess.commands {
+		s.out.release(c.out)
+	}
 }
 
 // resume answers GET …?resume=true: it waits for an in-flight stop, and

@@ -12,7 +12,13 @@
 //
 // Usage:
 //
-//	sandboxtest-server [--listen 127.0.0.1:0] [--token TOKEN] [--dir DIR] [--executor auto|isolated|host] [--fault FAULT]...
+//	sandboxtest-server [--listen 127.0.0.1:0] [--token TOKEN] [--dir DIR] [--executor auto|isolated|host] [--output-budget SIZE] [--output-limit SIZE] [--fault FAULT]...
+//
+// --output-budget bounds the command output the server keeps for replay,
+// all commands together (default 256MiB), and --output-limit the output
+// kept per command (default 64MiB); the oldest output is evicted first (see
+// local.WithOutputBudget). SIZE is a number of bytes with an optional
+// suffix KiB, MiB or GiB.
 //
 // Each --fault injects a fault from the start, in the text form of
 // fault.Parse, for example
@@ -57,6 +63,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dir := fl.String("dir", "", "directory for sandbox filesystems (default: a temporary directory removed at exit)")
 	verbose := fl.Bool("v", false, "log every request on stderr")
 	execMode := fl.String("executor", "auto", "what runs commands: isolated, host, or auto (isolated when this system allows it)")
+	var budget, limit byteSize
+	fl.Var(&budget, "output-budget", "command output kept for replay, all commands together, such as 256MiB (default 256MiB)")
+	fl.Var(&limit, "output-limit", "command output kept for replay per command, such as 64MiB (default 64MiB)")
 	var faults faultFlags
 	faults.register(fl)
 	if err := fl.Parse(args); err != nil {
@@ -88,6 +97,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		local.WithExecutor(exec),
 		local.WithHostPaths(host),
 		local.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))),
+	}
+	if budget > 0 {
+		opts = append(opts, local.WithOutputBudget(int64(budget)))
+	}
+	if limit > 0 {
+		opts = append(opts, local.WithOutputLimit(int64(limit)))
 	}
 	inj := fault.NewInjector()
 	opts = append(opts, inj.Options()...)

@@ -1,0 +1,5 @@
+//go:build race
+
+package local_test
+
+const raceEnabled = true

@@ -50,7 +50,7 @@ func main() {
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	message := flag.String("message", "", "the chat message (default: standard input when it is not a terminal, else a demo message)")
-	local := flag.Bool("local", false, "use the embedded local server even when Vercel credentials are present")
+	local := backend.LocalFlag()
 	flag.Parse()
 	if *message == "" && stdinIsPipe() {
 		b, err := io.ReadAll(io.LimitReader(os.Stdin, 1<<20))

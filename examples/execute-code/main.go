@@ -42,7 +42,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	input := flag.String("input", "", `a JSON input, or "-" to read it from standard input; empty runs the demo`)
-	local := flag.Bool("local", false, "use the embedded local server even when Vercel credentials are present")
+	local := backend.LocalFlag()
 	flag.Parse()
 	client, lang, closeFn, err := connect(ctx, os.Stderr, *local)
 	if err != nil {

@@ -34,7 +34,7 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
 	defer cancel()
-	local := flag.Bool("local", false, "use the embedded local server even when Vercel credentials are present")
+	local := backend.LocalFlag()
 	flag.Parse()
 	if err := run(ctx, os.Stdout, os.Stderr, *local); err != nil {
 		cancel()

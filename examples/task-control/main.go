@@ -64,7 +64,7 @@ func main() {
 		}
 		return
 	}
-	local := flag.Bool("local", false, "use the embedded local server even when Vercel credentials are present")
+	local := backend.LocalFlag()
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "task-control-")
 	if err != nil {

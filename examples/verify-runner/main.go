@@ -50,9 +50,10 @@ func main() {
 	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
 	defer cancel()
 	var o options
-	flag.BoolVar(&o.local, "local", false, "use the embedded local server even when Vercel credentials are present")
+	local := backend.LocalFlag()
 	flag.BoolVar(&o.shell, "shell", false, "use the shell-based project even when the sandbox has Go")
 	flag.Parse()
+	o.local = *local
 	if err := run(ctx, os.Stdout, os.Stderr, o); err != nil {
 		cancel()
 		log.Fatalf("verify-runner: %v", err)

@@ -60,7 +60,18 @@ var (
 	ErrStreamEnded   = apierr.ErrStreamEnded   // a stream ended before its final frame
 	ErrInvalidInput  = apierr.ErrInvalidInput  // see InputError
 	ErrDecode        = apierr.ErrDecode        // see DecodeError
+	// ErrSnapshotNotFound matches a resume refused with snapshot_not_found:
+	// the sandbox cannot be resumed (hosted Vercel keeps nothing of a
+	// non-persistent one). GetOrCreate and a named Create recreate it.
+	ErrSnapshotNotFound = apierr.ErrSnapshotNotFound
+	// ErrExecutableNotFound matches a command refused with
+	// executable_not_found: it never started, so it has no exit code.
+	ErrExecutableNotFound = apierr.ErrExecutableNotFound
 )
+
+// RateLimit is the rate-limit window an answer reported; see
+// APIError.RateLimit.
+type RateLimit = apierr.RateLimit
 
 // RetryPolicy configures retries; see WithRetryPolicy.
 type RetryPolicy = httpcore.RetryPolicy

@@ -34,7 +34,7 @@ type Sandbox struct {
 
 func (c *Client) newSandbox(w *wire.SandboxResponse) *Sandbox {
 	s := &Sandbox{c: c, name: w.Sandbox.Name}
-	s.conn = &conn.Conn{Core: c.core, SandboxName: s.name, WithSession: s.withSession}
+	s.conn = &conn.Conn{Core: c.core, SandboxName: s.name, WithSession: s.withSession, Reattach: c.reattach}
 	s.apply(w)
 	return s
 }

@@ -301,6 +301,21 @@ func mayHaveActed(resp *http.Response, err error) bool {
 	return resp == nil || resp.StatusCode != http.StatusTooManyRequests
 }
 
+// Transient reports whether err, the failure of an idempotent call, is one
+// that repeating the call may mend: a transport error that Do would retry,
+// a 5xx, or an answer cut before its body was whole.
+func Transient(err error) bool {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae.StatusCode >= 500
+	}
+	var de *apierr.DecodeError
+	if errors.As(err, &de) {
+		return true
+	}
+	return isRetryableTransportError(err)
+}
+
 // isDialError reports a failure that happened before any byte of the
 // request reached the server.
 func isDialError(err error) bool {

@@ -74,7 +74,7 @@ func (f *follower) run(ctx context.Context, attempt int, cause error) (Info, err
 			if f.known != nil && f.known.Done() {
 				return *f.known, nil
 			}
-			info, ierr := fetchInfo(ctx, f.c.Core, f.ref, false)
+			info, ierr := f.ended(ctx)
 			if ierr != nil {
 				return Info{}, ierr
 			}
@@ -104,6 +104,26 @@ func (f *follower) run(ctx context.Context, attempt int, cause error) (Info, err
 		}
 		attempt++
 	}
+}
+
+// endGrace is how long a follower waits, after a log stream ended cleanly,
+// for the command to be reported finished before it calls the stream cut:
+// a server may close the stream a moment before it records the exit.
+const endGrace = 2 * time.Second
+
+// ended returns the command's state after a log stream ended cleanly.
+func (f *follower) ended(ctx context.Context) (Info, error) {
+	info, err := fetchInfo(ctx, f.c.Core, f.ref, false)
+	if err != nil || info.Done() {
+		return info, err
+	}
+	gctx, cancel := context.WithTimeout(ctx, endGrace)
+	defer cancel()
+	info, err = fetchInfo(gctx, f.c.Core, f.ref, true)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return Info{}, nil // still running after the grace
+	}
+	return info, err
 }
 
 // stream reads one log stream to its end, passing on the bytes not yet

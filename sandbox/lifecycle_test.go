@@ -474,7 +474,7 @@ func TestExtendTimeout(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 6*time.Minute, s.Timeout)
 	assert.Equal(t, 6*time.Minute, sb.Session().Timeout)
-	_, err = sb.ExtendTimeout(t.Context(), 10*time.Hour)
+	_, err = sb.ExtendTimeout(t.Context(), 30*time.Hour) // past the 24 h maximum
 	var ae *sandbox.APIError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, "sandbox_timeout_invalid", ae.Code)

@@ -192,13 +192,19 @@ func (s *Server) streamAttached(w http.ResponseWriter, r *http.Request, c *comma
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	nd := ndjsonWriter{w: w, rc: http.NewResponseController(w)}
+	ctx, stop := s.edgeContext(r)
+	defer stop()
 	if nd.line(wire.CommandResponse{Command: started}) != nil {
 		return
 	}
-	if logs && !s.followOutput(r.Context(), &nd, c) {
+	if (logs && !s.followOutput(ctx, &nd, c)) || !s.awaitCommand(ctx, c) {
+		if edgeCut(ctx) {
+			cutConnection()
+		}
 		return
 	}
-	if !s.awaitCommand(r.Context(), c) {
+	if s.hosted() && s.endedWithSession(c) {
+		_ = nd.line(streamClosed)
 		return
 	}
 	s.mu.Lock()
@@ -231,7 +237,7 @@ func (s *Server) awaitCommand(ctx context.Context, c *commandRec) bool {
 // write failure or server closing).
 func (s *Server) followOutput(ctx context.Context, nd *ndjsonWriter, c *commandRec) bool {
 	var from int64
-	for {
+	for ctx.Err() == nil {
 		frames, next, done, err := c.out.next(ctx, s.baseCtx.Done(), from)
 		if err != nil {
 			return false
@@ -240,12 +246,13 @@ func (s *Server) followOutput(ctx context.Context, nd *ndjsonWriter, c *commandR
 			return true
 		}
 		for _, f := range frames {
-			if nd.line(logLine{Stream: f.stream, Data: f.data}) != nil {
+			if nd.line(s.logFrame(f)) != nil {
 				return false
 			}
 		}
 		from = next
 	}
+	return false
 }
 
 // logLine is one output line of an NDJSON stream.
@@ -287,11 +294,16 @@ func (s *Server) lookupCommand(sid, cid string) (*commandRec, *apiError) {
 	return c, nil
 }
 
-// handleGetCommand serves GET …/cmd/{cid}[?wait=true]. With wait it sends
-// the status line and headers at once and the body when the command ends.
+// handleGetCommand serves GET …/cmd/{cid}[?wait=true]. With wait, hosted
+// Vercel sends the status line and headers only when the command ends (and
+// its edge cuts the request first when that takes too long); WithFriendly
+// sends them at once and the body when the command ends.
 func (s *Server) handleGetCommand(w http.ResponseWriter, r *http.Request) *apiError {
 	sid, cid := r.PathValue("sid"), r.PathValue("cid")
 	c, aerr := s.lookupCommand(sid, cid)
+	if aerr == nil {
+		aerr = s.goneAfterStop(c)
+	}
 	if aerr != nil {
 		return aerr
 	}
@@ -299,6 +311,9 @@ func (s *Server) handleGetCommand(w http.ResponseWriter, r *http.Request) *apiEr
 		select {
 		case <-c.done:
 		default:
+			if s.hosted() {
+				return s.awaitHosted(w, r, c)
+			}
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.WriteHeader(http.StatusOK)
 			_ = http.NewResponseController(w).Flush()
@@ -355,9 +370,14 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) *apiError {
 func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) *apiError {
 	sid, cid := r.PathValue("sid"), r.PathValue("cid")
 	c, aerr := s.lookupCommand(sid, cid)
+	if aerr == nil {
+		aerr = s.goneAfterStop(c)
+	}
 	if aerr != nil {
 		return aerr
 	}
+	ctx, stop := s.edgeContext(r)
+	defer stop()
 	w.Header().Set("Content-Type", wire.ContentNDJSON)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -365,6 +385,8 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := nd.rc.Flush(); err != nil {
 		return nil
 	}
-	s.followOutput(r.Context(), &nd, c)
+	if !s.followOutput(ctx, &nd, c) && edgeCut(ctx) {
+		cutConnection()
+	}
 	return nil
 }

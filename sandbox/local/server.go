@@ -65,9 +65,15 @@ type Server struct {
 // New returns a server that is not listening yet: call Serve, or mount
 // Handler in a server of your own. Call Close when done.
 func New(opts ...Option) (*Server, error) {
-	cfg := config{maxTimeout: 5 * time.Hour, outputLimit: defaultOutputLimit}
+	cfg := config{outputLimit: defaultOutputLimit}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.maxTimeout == 0 {
+		cfg.maxTimeout = hostedMaxTimeout
+		if cfg.friendly {
+			cfg.maxTimeout = 5 * time.Hour
+		}
 	}
 	s := &Server{
 		cfg:       cfg,

@@ -211,6 +211,9 @@ func (s *Server) killSession(sess *sessionRec) {
 	var procs []Process
 	s.mu.Lock()
 	for _, c := range sess.commands {
+		if c.exitCode == nil {
+			c.sessionEnded = true
+		}
 		if c.exitCode == nil && c.proc != nil {
 			procs = append(procs, c.proc)
 		}

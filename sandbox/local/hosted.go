@@ -1,0 +1,166 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
+)
+
+// By default the server answers the way hosted Vercel does, not the way
+// the API reference or the official mock suggest; each difference is
+// listed, with its source, in the package documentation ("Hosted Vercel,
+// not the mock"). WithFriendly turns them all off, for tests that need the
+// older, kinder answers.
+
+// DefaultStreamCut is how long a stream lives before the server cuts it,
+// as hosted Vercel's edge does (28 recorded runs were cut between 363 and
+// 428 seconds).
+const DefaultStreamCut = 6 * time.Minute
+
+// hostedMaxTimeout is the longest session timeout hosted Vercel accepts.
+const hostedMaxTimeout = 24 * time.Hour
+
+// clockPoll is how often a stream looks at an injected clock, which cannot
+// wake it, to see whether its time is up.
+const clockPoll = 2 * time.Millisecond
+
+// errEdgeCut is the cause of a stream's context when the edge cuts it.
+var errEdgeCut = errors.New("local: stream cut by the edge")
+
+// WithFriendly turns off the emulation of hosted Vercel: streams are never
+// cut, a command whose session ends gets a final frame with exit code 137
+// rather than an error frame, output and commands of a stopped session
+// stay readable, kill signals the command's process group, and so on (see
+// "Hosted Vercel, not the mock" in the package documentation).
+func WithFriendly() Option { return func(c *config) { c.friendly = true } }
+
+// WithStreamCut sets how long a stream (an attached run, a log stream, a
+// wait) lives before the server cuts it without its final frame, measured
+// on the server's clock (see WithClock). Zero means DefaultStreamCut; a
+// negative value never cuts. WithFriendly never cuts either.
+func WithStreamCut(d time.Duration) Option { return func(c *config) { c.streamCut = d } }
+
+// hosted reports whether the server emulates hosted Vercel.
+func (s *Server) hosted() bool { return !s.cfg.friendly }
+
+// edgeContext returns a context of the request's that the edge cancels,
+// with cause errEdgeCut, once the stream has lived as long as hosted
+// Vercel lets it; stop releases what watches the clock.
+func (s *Server) edgeContext(r *http.Request) (context.Context, func()) {
+	d := s.cfg.streamCut
+	if d == 0 {
+		d = DefaultStreamCut
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	if !s.hosted() || d < 0 {
+		return ctx, func() { cancel(nil) }
+	}
+	if s.realClock {
+		t := time.AfterFunc(d, func() { cancel(errEdgeCut) })
+		return ctx, func() { t.Stop(); cancel(nil) }
+	}
+	// An injected clock wakes nobody when it moves: watch it.
+	deadline := s.now().Add(d)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(clockPoll)
+		defer t.Stop()
+		for {
+			if !s.now().Before(deadline) {
+				cancel(errEdgeCut)
+				return
+			}
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ctx, func() { cancel(nil); <-done }
+}
+
+// edgeCut reports whether ctx, from edgeContext, was cut by the edge.
+func edgeCut(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errEdgeCut) }
+
+// cutConnection ends the answer the way the edge does: the connection is
+// dropped, without a final frame (or, before the headers, without any
+// answer).
+func cutConnection() { panic(http.ErrAbortHandler) }
+
+// awaitHosted answers a wait the way hosted Vercel does: nothing, not even
+// the headers, until the command ends; the edge cuts a wait that lasts too
+// long, and a command ended by the end of its session answers 410.
+func (s *Server) awaitHosted(w http.ResponseWriter, r *http.Request, c *commandRec) *apiError {
+	ctx, stop := s.edgeContext(r)
+	defer stop()
+	if !s.awaitCommand(ctx, c) {
+		if edgeCut(ctx) {
+			cutConnection()
+		}
+		return nil
+	}
+	if s.endedWithSession(c) {
+		return statusError(statusStopped)
+	}
+	return s.writeLocked(w, func() any { return wire.CommandResponse{Command: commandWire(c)} })
+}
+
+// endedWithSession reports whether c was still running when its session
+// ended, so that its stream ends with sandbox_stream_closed (hosted) rather
+// than a final frame.
+func (s *Server) endedWithSession(c *commandRec) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.sessionEnded
+}
+
+// streamClosed is the error frame hosted Vercel sends when the session of
+// an attached command ends.
+var streamClosed = errorLine{Stream: "error", Data: errorLineData{Code: "sandbox_stream_closed",
+	Message: "Sandbox stream was closed and is not accepting commands."}}
+
+type errorLine struct {
+	Data   errorLineData `json:"data"`
+	Stream string        `json:"stream"`
+}
+
+type errorLineData struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// hostedLogLine is a log line as hosted Vercel writes it: data first.
+type hostedLogLine struct {
+	Data   string `json:"data"`
+	Stream string `json:"stream"`
+}
+
+// logFrame returns the line of one output frame in the server's style.
+func (s *Server) logFrame(f outFrame) any {
+	if s.hosted() {
+		return hostedLogLine{Data: f.data, Stream: f.stream}
+	}
+	return logLine{Stream: f.stream, Data: f.data}
+}
+
+// goneAfterStop answers 410 for a command of a session that has ended, as
+// hosted Vercel does for getCommand and logs (the official mock keeps
+// serving them).
+func (s *Server) goneAfterStop(c *commandRec) *apiError {
+	if !s.hosted() {
+		return nil
+	}
+	s.mu.Lock()
+	status := c.sess.status
+	s.mu.Unlock()
+	switch status {
+	case statusRunning, statusStopping, statusSnapshotting:
+		return nil
+	}
+	return statusError(statusStopped)
+}

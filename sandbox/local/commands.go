@@ -192,13 +192,13 @@ func (s *Server) streamAttached(w http.ResponseWriter, r *http.Request, c *comma
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	nd := ndjsonWriter{w: w, rc: http.NewResponseController(w)}
-	ctx, stop := s.edgeContext(r)
-	defer stop()
+	e := s.newEdge(r)
+	defer e.stop()
 	if nd.line(wire.CommandResponse{Command: started}) != nil {
 		return
 	}
-	if (logs && !s.followOutput(ctx, &nd, c)) || !s.awaitCommand(ctx, c) {
-		if edgeCut(ctx) {
+	if (logs && !s.followOutput(e, &nd, c)) || !s.awaitCommand(e.ctx, c) || e.over() {
+		if e.over() {
 			cutConnection()
 		}
 		return
@@ -235,10 +235,10 @@ func (s *Server) awaitCommand(ctx context.Context, c *commandRec) bool {
 // followOutput writes every output frame of c, from the first, until the
 // output is complete. It reports false when it stopped early (client gone,
 // write failure or server closing).
-func (s *Server) followOutput(ctx context.Context, nd *ndjsonWriter, c *commandRec) bool {
+func (s *Server) followOutput(e *edge, nd *ndjsonWriter, c *commandRec) bool {
 	var from int64
-	for ctx.Err() == nil {
-		frames, next, done, err := c.out.next(ctx, s.baseCtx.Done(), from)
+	for !e.over() {
+		frames, next, done, err := c.out.next(e.ctx, s.baseCtx.Done(), from)
 		if err != nil {
 			return false
 		}
@@ -246,7 +246,7 @@ func (s *Server) followOutput(ctx context.Context, nd *ndjsonWriter, c *commandR
 			return true
 		}
 		for _, f := range frames {
-			if nd.line(s.logFrame(f)) != nil {
+			if e.over() || nd.line(s.logFrame(f)) != nil {
 				return false
 			}
 		}
@@ -376,8 +376,8 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) *apiError {
 	if aerr != nil {
 		return aerr
 	}
-	ctx, stop := s.edgeContext(r)
-	defer stop()
+	e := s.newEdge(r)
+	defer e.stop()
 	w.Header().Set("Content-Type", wire.ContentNDJSON)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -385,7 +385,7 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := nd.rc.Flush(); err != nil {
 		return nil
 	}
-	if !s.followOutput(ctx, &nd, c) && edgeCut(ctx) {
+	if !s.followOutput(e, &nd, c) && e.over() {
 		cutConnection()
 	}
 	return nil

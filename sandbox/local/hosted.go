@@ -46,34 +46,47 @@ func WithStreamCut(d time.Duration) Option { return func(c *config) { c.streamCu
 // hosted reports whether the server emulates hosted Vercel.
 func (s *Server) hosted() bool { return !s.cfg.friendly }
 
-// edgeContext returns a context of the request's that the edge cancels,
-// with cause errEdgeCut, once the stream has lived as long as hosted
-// Vercel lets it; stop releases what watches the clock.
-func (s *Server) edgeContext(r *http.Request) (context.Context, func()) {
+// edge is the life of one stream at hosted Vercel's edge. Its context is
+// the request's, cancelled with cause errEdgeCut once the stream has lived
+// as long as the edge lets it: a timer does that on the real clock, a
+// watcher of an injected clock (which wakes nobody when it moves)
+// otherwise, and over checks the clock at once before each frame.
+type edge struct {
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	s        *Server
+	deadline time.Time // zero: never cut
+	release  func()
+}
+
+// newEdge starts the edge of a stream answering r; call stop when done.
+func (s *Server) newEdge(r *http.Request) *edge {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	e := &edge{ctx: ctx, cancel: cancel, s: s, release: func() {}}
 	d := s.cfg.streamCut
 	if d == 0 {
 		d = DefaultStreamCut
 	}
-	ctx, cancel := context.WithCancelCause(r.Context())
 	if !s.hosted() || d < 0 {
-		return ctx, func() { cancel(nil) }
+		return e
 	}
+	// The stream's life counts from its arrival, as the request log saw it.
+	start := s.now()
+	if entry, ok := r.Context().Value(entryKey{}).(*reqEntry); ok {
+		start = entry.req.Time
+	}
+	e.deadline = start.Add(d)
 	if s.realClock {
 		t := time.AfterFunc(d, func() { cancel(errEdgeCut) })
-		return ctx, func() { t.Stop(); cancel(nil) }
+		e.release = func() { t.Stop() }
+		return e
 	}
-	// An injected clock wakes nobody when it moves: watch it.
-	deadline := s.now().Add(d)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		t := time.NewTicker(clockPoll)
 		defer t.Stop()
-		for {
-			if !s.now().Before(deadline) {
-				cancel(errEdgeCut)
-				return
-			}
+		for !e.over() {
 			select {
 			case <-t.C:
 			case <-ctx.Done():
@@ -81,11 +94,24 @@ func (s *Server) edgeContext(r *http.Request) (context.Context, func()) {
 			}
 		}
 	}()
-	return ctx, func() { cancel(nil); <-done }
+	e.release = func() { <-done }
+	return e
 }
 
-// edgeCut reports whether ctx, from edgeContext, was cut by the edge.
-func edgeCut(ctx context.Context) bool { return errors.Is(context.Cause(ctx), errEdgeCut) }
+// over reports whether the edge has cut the stream, cutting it when its
+// time is up.
+func (e *edge) over() bool {
+	if !e.deadline.IsZero() && !e.s.now().Before(e.deadline) {
+		e.cancel(errEdgeCut)
+	}
+	return errors.Is(context.Cause(e.ctx), errEdgeCut)
+}
+
+// stop releases the edge's timer or watcher.
+func (e *edge) stop() {
+	e.cancel(nil)
+	e.release()
+}
 
 // cutConnection ends the answer the way the edge does: the connection is
 // dropped, without a final frame (or, before the headers, without any
@@ -96,10 +122,10 @@ func cutConnection() { panic(http.ErrAbortHandler) }
 // the headers, until the command ends; the edge cuts a wait that lasts too
 // long, and a command ended by the end of its session answers 410.
 func (s *Server) awaitHosted(w http.ResponseWriter, r *http.Request, c *commandRec) *apiError {
-	ctx, stop := s.edgeContext(r)
-	defer stop()
-	if !s.awaitCommand(ctx, c) {
-		if edgeCut(ctx) {
+	e := s.newEdge(r)
+	defer e.stop()
+	if !s.awaitCommand(e.ctx, c) || e.over() {
+		if e.over() {
 			cutConnection()
 		}
 		return nil

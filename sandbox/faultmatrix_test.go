@@ -589,3 +589,11 @@ func TestFaultCancelAtEveryPhase(t *testing.T) {
 		assert.Equal(t, 1, e.srv.CommandCount())
 	})
 }
+
+// A 10-minute command through a 6-minute edge: the stream is cut once,
+// the client re-attaches through the logs, every byte arrives once and the
+// command runs once (see longcommand_test.go).
+func TestFault10MinuteCommandThrough6MinuteEdge(t *testing.T) {
+	t.Parallel()
+	runThroughEdge(t, 10)
+}

@@ -73,9 +73,10 @@ func (c *Client) get(ctx context.Context, name string, resume bool) (*wire.Sandb
 
 // GetOrCreate returns the sandbox named p.Name with a running session:
 // it resumes the sandbox when its session stopped (see Resume), creates it
-// when it does not exist, and when its snapshot is gone (410
-// snapshot_not_found) deletes it and creates it again. Without a name it
-// always creates.
+// when it does not exist, and when it cannot be resumed because its
+// snapshot is gone (snapshot_not_found: 400 from hosted Vercel for a
+// non-persistent sandbox, 410 in the API reference) deletes it and creates
+// it again. Without a name it always creates.
 func (c *Client) GetOrCreate(ctx context.Context, p CreateParams) (*Sandbox, error) {
 	if p.Name == "" {
 		return c.Create(ctx, p)
@@ -87,10 +88,9 @@ func (c *Client) GetOrCreate(ctx context.Context, p CreateParams) (*Sandbox, err
 	if err == nil {
 		return sb, nil
 	}
-	var ae *APIError
 	switch {
 	case errors.Is(err, ErrNotFound):
-	case errors.As(err, &ae) && ae.StatusCode == 410 && ae.Code == "snapshot_not_found":
+	case errors.Is(err, ErrSnapshotNotFound):
 		if err := c.Delete(ctx, p.Name); err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}

@@ -335,6 +335,9 @@ type SnapshotRequest struct {
 type PathRequest struct {
 	Path string `json:"path"`
 	Cwd  string `json:"cwd,omitempty"`
+	// Recursive makes fs/mkdir create missing parents (hosted Vercel
+	// accepts it; the official SDK does not send it).
+	Recursive bool `json:"recursive,omitempty"`
 }
 
 // Frame is one NDJSON line of a command stream: either a command line or a

@@ -19,6 +19,7 @@ import (
 // Error codes the server answers with.
 const (
 	codeBadRequest     = "bad_request"
+	codeFileError      = "file_error"
 	codeNotFound       = "not_found"
 	codeForbidden      = "forbidden"
 	codeStopped        = "sandbox_stopped"

@@ -202,3 +202,23 @@ func TestWrongTokenIsForbidden(t *testing.T) {
 	assert.NotContains(t, err.Error(), "wrong-token")
 	assert.NotContains(t, err.Error(), "right-token")
 }
+
+// Limits hosted Vercel enforces are checked before any request.
+func TestHostedLimitsCheckedBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	big := map[string]string{"BIG": strings.Repeat("x", 5000)}
+	_, err := e.c.Create(t.Context(), sandbox.CreateParams{Env: big})
+	assert.ErrorIs(t, err, sandbox.ErrInvalidInput, "env payload above 4 KB")
+	hour := time.Hour
+	_, err = e.c.Create(t.Context(), sandbox.CreateParams{SnapshotExpiration: &hour})
+	assert.ErrorIs(t, err, sandbox.ErrInvalidInput, "snapshot expiration below a day")
+	assert.Empty(t, e.srv.Requests(), "nothing was sent")
+
+	sb := e.create("")
+	_, err = sb.Run(t.Context(), &command.Cmd{Name: "echo", Env: big})
+	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
+	_, err = sb.Snapshot(t.Context(), sandbox.SnapshotParams{Expiration: &hour})
+	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
+	assert.Zero(t, e.srv.CommandCount())
+}

@@ -438,8 +438,8 @@ func (c *Client) snapshot(ctx context.Context, sessionID, name string, p Snapsho
 	call := &httpcore.Call{Method: "POST", Path: sessionPath(sessionID) + "/snapshot", Safety: httpcore.Unsafe,
 		Op: "create snapshot", SandboxName: name, SessionID: sessionID, Stream: true}
 	if p.Expiration != nil {
-		if *p.Expiration < 0 {
-			return Snapshot{}, nil, apierr.Invalid("Expiration", "negative duration %s", *p.Expiration)
+		if err := validateSnapshotExpiration("Expiration", *p.Expiration); err != nil {
+			return Snapshot{}, nil, err
 		}
 		call.JSON = wire.SnapshotRequest{Expiration: ptr(wire.Millis(*p.Expiration))}
 	}

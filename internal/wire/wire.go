@@ -4,7 +4,10 @@
 // never sent as null. The public packages convert these to idiomatic Go types.
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Sandbox is the named, long-lived sandbox object.
 type Sandbox struct {
@@ -372,3 +375,17 @@ const (
 	ContentGzip   = "application/gzip"
 	ContentOctet  = "application/octet-stream"
 )
+
+// MaxEnvPayload is the largest env object, as JSON, that hosted Vercel
+// accepts in a create or a command ("400 env payload too large" beyond).
+const MaxEnvPayload = 4096
+
+// EnvPayloadSize returns the size of env as the JSON object sent.
+func EnvPayloadSize(env map[string]string) int {
+	b, _ := json.Marshal(env)
+	return len(b)
+}
+
+// MinSnapshotExpiration is the shortest snapshot expiration hosted Vercel
+// accepts; zero (never) is allowed too.
+const MinSnapshotExpiration = 24 * time.Hour

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
@@ -76,7 +77,8 @@ func (c *Client) get(ctx context.Context, name string, resume bool) (*wire.Sandb
 // when it does not exist, and when it cannot be resumed because its
 // snapshot is gone (snapshot_not_found: 400 from hosted Vercel for a
 // non-persistent sandbox, 410 in the API reference) deletes it and creates
-// it again. Without a name it always creates.
+// it again. When a concurrent caller creates the same name first, its
+// sandbox is adopted. Without a name it always creates.
 func (c *Client) GetOrCreate(ctx context.Context, p CreateParams) (*Sandbox, error) {
 	if p.Name == "" {
 		return c.Create(ctx, p)
@@ -97,7 +99,22 @@ func (c *Client) GetOrCreate(ctx context.Context, p CreateParams) (*Sandbox, err
 	default:
 		return nil, err
 	}
-	return c.Create(ctx, p)
+	sb, err = c.Create(ctx, p)
+	if err != nil && nameTaken(err) {
+		// Another caller created it meanwhile: adopt the winner.
+		return c.Resume(ctx, p.Name)
+	}
+	return sb, err
+}
+
+// nameTaken reports a create refused because its name is in use: 409, or
+// the 400 "already exists" that hosted Vercel answers.
+func nameTaken(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	return ae.StatusCode == 409 || (ae.StatusCode == 400 && strings.Contains(ae.Message, "already exists"))
 }
 
 // List iterates over the sandboxes of the project, following pagination.

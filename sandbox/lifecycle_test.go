@@ -1,10 +1,15 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -524,4 +529,29 @@ func TestSetNetworkPolicy(t *testing.T) {
 	_, err = sb.SetNetworkPolicy(t.Context(), &sandbox.NetworkPolicy{Mode: "deny-all", Allow: []string{"x"}})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	assert.Len(t, requests(e.srv, http.MethodPost, "/network-policy"), 2)
+}
+
+// Two callers racing to create one name: the loser's create is refused
+// with 400 "already exists", and GetOrCreate adopts the winner's sandbox.
+func TestGetOrCreateAdoptsTheWinnerOfARace(t *testing.T) {
+	t.Parallel()
+	var raced atomic.Bool
+	winner := local.WithMiddleware(func(_ *local.Server, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/sandboxes") && !raced.Swap(true) {
+				// The winner's create lands first, then this one loses.
+				body, _ := io.ReadAll(r.Body)
+				first := r.Clone(r.Context())
+				first.Body = io.NopCloser(bytes.NewReader(body))
+				next.ServeHTTP(httptest.NewRecorder(), first)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	e := newEnv(t, winner)
+	sb, err := e.c.GetOrCreate(t.Context(), sandbox.CreateParams{Name: "raced"})
+	require.NoError(t, err)
+	assert.Equal(t, "raced", sb.Name())
+	assert.Len(t, e.srv.Sandboxes(), 1, "one sandbox: the winner's")
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/capture"
@@ -178,6 +179,37 @@ func (h *Handle) Kill(ctx context.Context, sig Signal) error {
 		return apierr.Invalid("signal", "negative signal %d", sig)
 	}
 	_, err := sendKill(ctx, h.c.Core, h.ref, sig)
+	return err
+}
+
+// Terminate stops the command the way a careful supervisor does: SIGTERM,
+// then, if the command still runs after grace, SIGKILL. It returns once
+// the command has ended or SIGKILL was sent. On hosted Vercel a kill
+// signals the command's process only, not the processes it started, so a
+// shell pipeline may need the SIGKILL. A session that has ended (ErrGone)
+// has ended its commands too, and is not an error.
+func (h *Handle) Terminate(ctx context.Context, grace time.Duration) error {
+	if grace < 0 {
+		return apierr.Invalid("grace", "negative duration %s", grace)
+	}
+	err := h.Kill(ctx, SIGTERM)
+	if err == nil {
+		gctx, cancel := context.WithTimeout(ctx, grace)
+		var info Info
+		info, err = fetchInfo(gctx, h.c.Core, h.ref, true)
+		cancel()
+		if err == nil && info.Done() {
+			h.remember(info)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		err = h.Kill(ctx, SIGKILL)
+	}
+	if errors.Is(err, ErrGone) {
+		return nil
+	}
 	return err
 }
 

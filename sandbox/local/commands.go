@@ -358,7 +358,11 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	s.mu.Unlock()
 	if running && proc != nil {
-		if err := proc.Signal(sig); err != nil {
+		signal := proc.Signal
+		if ls, ok := proc.(LeaderSignaler); ok && s.hosted() {
+			signal = ls.SignalLeader
+		}
+		if err := signal(sig); err != nil {
 			s.log.Warn("local: signal failed", "command", cid, "signal", sig, "err", err)
 		}
 	}

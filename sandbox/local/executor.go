@@ -54,6 +54,15 @@ type Process interface {
 	Wait() (exitCode int, err error)
 }
 
+// LeaderSignaler is a Process that can signal the command's own process
+// alone, without the processes it started. Hosted Vercel's kill does that
+// (a sh -c pipeline can outlive a SIGTERM), so a server in its default
+// mode signals a kill request this way when the Process allows it;
+// session ends and timeouts still use Signal.
+type LeaderSignaler interface {
+	SignalLeader(sig int) error
+}
+
 // noExecutor is the executor of a server given none: no command starts.
 type noExecutor struct{}
 

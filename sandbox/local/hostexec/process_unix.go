@@ -105,7 +105,14 @@ func startLocal(ctx context.Context, s localStart) (local.Process, error) {
 }
 
 // Signal implements Process: it sends sig to the whole process group.
-func (p *localProcess) Signal(sig int) error {
+func (p *localProcess) Signal(sig int) error { return p.kill(-p.pgid, sig) }
+
+// SignalLeader implements local.LeaderSignaler: the command's process
+// alone, not the processes it started (its group leader is its pid).
+func (p *localProcess) SignalLeader(sig int) error { return p.kill(p.pgid, sig) }
+
+// kill sends sig to pid (a negative pid names a process group).
+func (p *localProcess) kill(pid, sig int) error {
 	if sig < 0 {
 		return fmt.Errorf("hostexec: invalid signal %d", sig)
 	}
@@ -114,7 +121,7 @@ func (p *localProcess) Signal(sig int) error {
 	if p.ended {
 		return nil
 	}
-	err := syscall.Kill(-p.pgid, syscall.Signal(sig))
+	err := syscall.Kill(pid, syscall.Signal(sig))
 	if errors.Is(err, syscall.ESRCH) {
 		return nil // the group is gone: the process has finished
 	}

@@ -248,3 +248,24 @@ func TestStopDuringWorkThenResume(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ok\n", string(out))
 }
+
+// Hosted Vercel keeps nothing of a non-persistent sandbox: resuming it
+// answers 400 snapshot_not_found, and GetOrCreate creates it again.
+func TestResumeNonPersistentIsSnapshotNotFound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	no := false
+	sb, err := e.c.Create(t.Context(), sandbox.CreateParams{Name: "fleeting", Persistent: &no})
+	require.NoError(t, err)
+	_, err = sb.Stop(t.Context())
+	require.NoError(t, err)
+
+	_, err = e.c.Resume(t.Context(), "fleeting")
+	assert.ErrorIs(t, err, sandbox.ErrSnapshotNotFound, "typed: the sandbox cannot be resumed")
+	assert.ErrorIs(t, err, sandbox.ErrBadRequest)
+
+	again, err := e.c.GetOrCreate(t.Context(), sandbox.CreateParams{Name: "fleeting", Persistent: &no})
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.StatusRunning, again.Session().Status)
+	assert.NotEqual(t, sb.SessionID(), again.SessionID())
+}

@@ -264,6 +264,11 @@ func (s *Server) resume(sb *sandboxRec) (sandboxReply, *apiError) {
 		s.mu.Unlock()
 		return reply, nil
 	}
+	if !sb.persistent && s.hosted() {
+		// Hosted Vercel keeps nothing of a non-persistent sandbox.
+		s.mu.Unlock()
+		return sandboxReply{}, errorf(http.StatusBadRequest, codeSnapNotFound, "Sandbox %s is not persistent and cannot be resumed.", sb.name)
+	}
 	var restore *snapshotRec
 	source := ""
 	if id := sb.currentSnapshotID; id != "" {

@@ -327,7 +327,8 @@ func logBodyServer(b *testing.B) (string, int) {
 	for i := 0; i < decodeLines; i++ {
 		line := fmt.Sprintf("line %d of the benchmark output\\n", i)
 		payload += len(line) - 1 // the escaped newline is one byte of data
-		fmt.Fprintf(&body, `{"data":"%s","stream":"stdout"}`+"\n", line) // hosted Vercel writes data first
+		// Hosted Vercel writes data first.
+		fmt.Fprintf(&body, `{"data":"%s","stream":"stdout"}`+"\n", line)
 	}
 	data := body.Bytes()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/auth/authtest"
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
@@ -221,4 +222,29 @@ func TestHostedLimitsCheckedBeforeAnyRequest(t *testing.T) {
 	_, err = sb.Snapshot(t.Context(), sandbox.SnapshotParams{Expiration: &hour})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	assert.Zero(t, e.srv.CommandCount())
+}
+
+// Hosted Vercel reports its rate limit on every answer and limits creates
+// per window; a 429 asking for more than MaxRetryAfter (20 s by default)
+// is returned at once, with the window on the APIError.
+func TestCreateRateLimitWindow(t *testing.T) {
+	t.Parallel()
+	clock := authtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := newEnv(t, local.WithClock(clock.Now), local.WithCreateRateLimit(2, time.Minute))
+	e.create("")
+	e.create("")
+	_, err := e.c.Create(t.Context(), sandbox.CreateParams{})
+	require.ErrorIs(t, err, sandbox.ErrRateLimited)
+	var ae *sandbox.APIError
+	require.ErrorAs(t, err, &ae)
+	require.NotNil(t, ae.RateLimit)
+	assert.Equal(t, 2, ae.RateLimit.Limit)
+	assert.Equal(t, 0, ae.RateLimit.Remaining)
+	assert.True(t, clock.Now().Add(time.Minute).Equal(ae.RateLimit.Reset), "the window's end")
+	assert.Equal(t, time.Minute, ae.RetryAfter, "past the default cap: not waited for")
+	assert.Equal(t, 1, ae.Attempts)
+
+	clock.Advance(time.Minute)
+	e.create("") // a new window
+	assert.Len(t, e.srv.Sandboxes(), 3)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
@@ -189,4 +191,62 @@ func (s *Server) goneAfterStop(c *commandRec) *apiError {
 		return nil
 	}
 	return statusError(statusStopped)
+}
+
+// defaultRateLimit is the request budget the x-ratelimit-* headers report
+// when no create limit is set.
+const defaultRateLimit = 1000
+
+// WithCreateRateLimit limits creates (and forks) to n per window of the
+// server's clock, as hosted Vercel limits them (20 a minute): beyond it a
+// create answers 429 with Retry-After and x-ratelimit-* headers until the
+// window resets. Zero n (the default) sets no limit.
+func WithCreateRateLimit(n int, window time.Duration) Option {
+	return func(c *config) { c.createLimit, c.createWindow = n, window }
+}
+
+// rateLimiter counts creates per fixed window.
+type rateLimiter struct {
+	mu    sync.Mutex
+	start time.Time
+	used  int
+}
+
+// rateHeaders sets the x-ratelimit-* headers hosted Vercel sends on every
+// answer. A create (take) uses one request of the window; it reports false
+// when the window has none left.
+func (s *Server) rateHeaders(h http.Header, take bool) bool {
+	if !s.hosted() {
+		return true
+	}
+	limit, window := s.cfg.createLimit, s.cfg.createWindow
+	if limit <= 0 {
+		limit = defaultRateLimit
+	}
+	if window <= 0 {
+		window = time.Minute
+	}
+	now := s.now()
+	l := &s.limiter
+	l.mu.Lock()
+	if l.start.IsZero() || !now.Before(l.start.Add(window)) {
+		l.start, l.used = now, 0
+	}
+	ok := true
+	if take && s.cfg.createLimit > 0 {
+		if l.used >= limit {
+			ok = false
+		} else {
+			l.used++
+		}
+	}
+	remaining, reset := max(0, limit-l.used), l.start.Add(window)
+	l.mu.Unlock()
+	h.Set("X-Ratelimit-Limit", strconv.Itoa(limit))
+	h.Set("X-Ratelimit-Remaining", strconv.Itoa(remaining))
+	h.Set("X-Ratelimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	if !ok {
+		h.Set("Retry-After", strconv.Itoa(int(max(time.Second, reset.Sub(now)).Seconds())))
+	}
+	return ok
 }

@@ -29,6 +29,7 @@ const (
 	codeTimeoutInvalid = "sandbox_timeout_invalid"
 	codeMethod         = "method_not_allowed"
 	codeUnavailable    = "service_unavailable"
+	codeRateLimited    = "rate_limited"
 )
 
 // maxJSONBody bounds a JSON request body. Real bodies are tiny.

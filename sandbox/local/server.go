@@ -48,6 +48,7 @@ type Server struct {
 	mux        *http.ServeMux // the route table
 	routed     http.Handler   // mux behind the middleware
 	mounts     []mountedHandler
+	limiter    rateLimiter
 
 	mu        sync.Mutex
 	closed    bool
@@ -295,6 +296,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	entry := s.reqs.record(r, s.now())
 	rw := &statusWriter{ResponseWriter: w, entry: entry}
 	rw.Header().Set("X-Vercel-Id", s.ids.requestID(defaultRegion, s.nowMs()))
+	creates := r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/sandboxes") || strings.HasSuffix(r.URL.Path, "/fork"))
+	if !s.rateHeaders(rw.Header(), creates) {
+		writeError(rw, errorf(http.StatusTooManyRequests, codeRateLimited, "Too many sandboxes created; try again later."))
+		return
+	}
 	s.log.Debug("local: request", "method", r.Method, "path", r.URL.Path)
 
 	if aerr := s.authorize(r); aerr != nil {

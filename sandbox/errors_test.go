@@ -248,3 +248,26 @@ func TestCreateRateLimitWindow(t *testing.T) {
 	e.create("") // a new window
 	assert.Len(t, e.srv.Sandboxes(), 3)
 }
+
+// A missing executable is no command at all on hosted Vercel: 400
+// executable_not_found, no exit code. The friendly mode runs it as a shell
+// would, with exit code 127.
+func TestExecutableNotFound(t *testing.T) {
+	t.Parallel()
+	e := newLocalEnv(t)
+	sb := e.create("")
+	res, err := sb.Run(t.Context(), &command.Cmd{Name: "no-such-executable-here"})
+	assert.Nil(t, res, "no invented exit code")
+	assert.ErrorIs(t, err, command.ErrExecutableNotFound)
+	assert.ErrorIs(t, err, sandbox.ErrBadRequest)
+	_, err = sb.Start(t.Context(), &command.Cmd{Name: "no-such-executable-here"})
+	assert.ErrorIs(t, err, sandbox.ErrExecutableNotFound)
+	assert.Zero(t, e.srv.CommandCount(), "nothing ran")
+
+	f := newLocalEnv(t, local.WithFriendly())
+	res, err = f.create("").Run(t.Context(), &command.Cmd{Name: "no-such-executable-here"})
+	var ee *command.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 127, res.ExitCode)
+	assert.Contains(t, string(res.Stderr), "command not found")
+}

@@ -3,7 +3,9 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
@@ -47,7 +49,10 @@ func (s *Server) handleRunCommand(w http.ResponseWriter, r *http.Request) *apiEr
 	if aerr != nil {
 		return aerr
 	}
-	s.startCommand(c, hostCwd)
+	if notFound := s.startCommand(c, hostCwd); notFound != nil {
+		s.unregisterCommand(c)
+		return errorf(http.StatusBadRequest, codeExecNotFound, "Executable %q was not found.", notFound.Name)
+	}
 
 	if !req.Wait {
 		writeJSON(w, http.StatusOK, wire.CommandResponse{Command: started})
@@ -99,8 +104,10 @@ func (s *Server) registerCommand(sess *sessionRec, req *wire.CommandRequest, cwd
 	return c, commandWire(c), nil
 }
 
-// startCommand hands c to the executor and watches it until it ends.
-func (s *Server) startCommand(c *commandRec, hostCwd string) {
+// startCommand hands c to the executor and watches it until it ends. A
+// command whose executable does not exist is, on hosted Vercel, no
+// command at all: it is returned for the caller to refuse.
+func (s *Server) startCommand(c *commandRec, hostCwd string) *NotFoundError {
 	sess := c.sess
 	cmd := &Cmd{
 		SandboxName: sess.sb.name,
@@ -122,10 +129,18 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) {
 	}
 	s.mu.Unlock()
 	proc, err := s.exec.Start(sess.ctx, cmd)
-	if err != nil {
+	var nf *NotFoundError
+	switch {
+	case errors.As(err, &nf) && s.hosted():
+		return nf
+	case errors.As(err, &nf):
+		_ = c.out.append(streamStderr, []byte(nf.Msg))
+		s.finishCommand(c, exitNotStarted)
+		return nil
+	case err != nil:
 		_ = c.out.append(streamStderr, []byte("local: cannot start "+c.name+": "+err.Error()+"\n"))
 		s.finishCommand(c, exitNotStarted)
-		return
+		return nil
 	}
 	s.mu.Lock()
 	c.proc = proc
@@ -161,6 +176,22 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) {
 		}
 		s.finishCommand(c, code)
 	}()
+	return nil
+}
+
+// unregisterCommand forgets c, which never started, and releases what
+// registerCommand took for it.
+func (s *Server) unregisterCommand(c *commandRec) {
+	s.mu.Lock()
+	delete(c.sess.commands, c.id)
+	if i := slices.Index(s.commands, c); i >= 0 {
+		s.commands = slices.Delete(s.commands, i, i+1)
+	}
+	s.mu.Unlock()
+	c.out.close()
+	close(c.done)
+	c.sess.ops.Done()
+	s.wg.Done()
 }
 
 // finishCommand records the exit of c, then completes its output and releases

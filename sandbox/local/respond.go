@@ -30,6 +30,7 @@ const (
 	codeMethod         = "method_not_allowed"
 	codeUnavailable    = "service_unavailable"
 	codeRateLimited    = "rate_limited"
+	codeExecNotFound   = "executable_not_found"
 )
 
 // maxJSONBody bounds a JSON request body. Real bodies are tiny.

@@ -145,6 +145,9 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 	}
 	env := e.environ(cmd, dir)
 	path, code, msg := shellexec.LookPath(cmd.Name, env["PATH"], dir)
+	if code == shellexec.NotFound {
+		return nil, &local.NotFoundError{Name: cmd.Name, Msg: msg}
+	}
 	if code != 0 {
 		return &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
 	}

@@ -32,12 +32,13 @@ const (
 	ScenarioFiles     = "files"     // WriteFiles, ReadFile, MkDir, a missing file
 	ScenarioResume    = "resume"    // a stopped sandbox resumes with its files
 	ScenarioErrors    = "errors"    // ErrNotFound; InputError before any request
+	ScenarioHosted    = "hosted"    // hosted Vercel's own answers; see runHosted
 )
 
 // Scenarios returns the names of the conformance scenarios in
 // the order they run.
 func Scenarios() []string {
-	return []string{ScenarioLifecycle, ScenarioAttached, ScenarioDetached, ScenarioFiles, ScenarioResume, ScenarioErrors}
+	return []string{ScenarioLifecycle, ScenarioAttached, ScenarioDetached, ScenarioFiles, ScenarioResume, ScenarioErrors, ScenarioHosted}
 }
 
 // DefaultPrefix starts the name of every sandbox the
@@ -135,6 +136,7 @@ func Run(t *testing.T, newClient func(t *testing.T) *sandbox.Client, opts ...Opt
 		ScenarioFiles:     c.runFiles,
 		ScenarioResume:    c.runResume,
 		ScenarioErrors:    c.runErrors,
+		ScenarioHosted:    c.runHosted,
 	}
 	for _, name := range Scenarios() {
 		t.Run(name, func(t *testing.T) {
@@ -155,6 +157,17 @@ func (c *conformance) name(scenario string) string { return c.prefix + "-" + sce
 // earlier run first, and deletes it when the scenario ends.
 func (c *conformance) newSandbox(t *testing.T, ctx context.Context, scenario string, persistent bool) *sandbox.Sandbox {
 	t.Helper()
+	return c.newSandboxWith(t, ctx, scenario, func(p *sandbox.CreateParams) {
+		if persistent {
+			p.Persistent = &persistent
+		}
+	})
+}
+
+// newSandboxWith is newSandbox with the parameters adjusted by adjust
+// (before the caller's CreateParams option).
+func (c *conformance) newSandboxWith(t *testing.T, ctx context.Context, scenario string, adjust func(*sandbox.CreateParams)) *sandbox.Sandbox {
+	t.Helper()
 	name := c.name(scenario)
 	if err := c.client.Delete(ctx, name); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("deleting a leftover sandbox %s: %v", name, err)
@@ -164,10 +177,7 @@ func (c *conformance) newSandbox(t *testing.T, ctx context.Context, scenario str
 		Timeout: 10 * time.Minute,
 		Tags:    map[string]string{"sandboxtest": "conformance", "scenario": scenario},
 	}
-	if persistent {
-		persistent := true
-		p.Persistent = &persistent
-	}
+	adjust(&p)
 	if c.create != nil {
 		c.create(&p)
 	}

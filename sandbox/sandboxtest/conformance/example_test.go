@@ -31,5 +31,5 @@ func ExampleRun() {
 
 func ExampleScenarios() {
 	fmt.Println(conformance.Scenarios())
-	// Output: [lifecycle attached detached files resume errors]
+	// Output: [lifecycle attached detached files resume errors hosted]
 }

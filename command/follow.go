@@ -194,14 +194,7 @@ func reattach(ctx context.Context, c *conn.Conn, ev ReattachEvent, idle int) err
 	if idle == 0 {
 		return nil
 	}
-	t := time.NewTimer(httpcore.Backoff(200*time.Millisecond, 10*time.Second, idle-1))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return httpcore.Sleep(ctx, httpcore.Backoff(200*time.Millisecond, 10*time.Second, idle-1))
 }
 
 // isCut reports whether a stream ended in a way that following it again

@@ -202,7 +202,12 @@ func (c *Client) Pause(ctx context.Context, ev RetryEvent) error {
 		ev.Wait += ae.RetryAfter
 	}
 	announce(ctx, c.log, rp, ev)
-	t := time.NewTimer(ev.Wait)
+	return Sleep(ctx, ev.Wait)
+}
+
+// Sleep waits d, or returns ctx's cause if ctx ends first.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

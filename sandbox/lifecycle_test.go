@@ -555,3 +555,25 @@ func TestGetOrCreateAdoptsTheWinnerOfARace(t *testing.T) {
 	assert.Equal(t, "raced", sb.Name())
 	assert.Len(t, e.srv.Sandboxes(), 1, "one sandbox: the winner's")
 }
+
+// WaitStopped returns once the session has really stopped, with the
+// sandbox's current snapshot the one the stop took.
+func TestWaitStopped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, local.WithStopDelay(100*time.Millisecond))
+	sb := e.create("waits")
+	other, err := e.c.Get(t.Context(), "waits")
+	require.NoError(t, err)
+	stopped := make(chan *sandbox.StopResult, 1)
+	go func() {
+		res, _ := other.Stop(t.Context())
+		stopped <- res
+	}()
+	s, err := sb.WaitStopped(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.StatusStopped, s.Status)
+	res := <-stopped
+	require.NotNil(t, res)
+	require.NotNil(t, res.Snapshot)
+	assert.Equal(t, res.Snapshot.ID, sb.Info().CurrentSnapshotID, "the handle knows the snapshot the stop took")
+}

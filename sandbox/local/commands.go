@@ -33,6 +33,9 @@ func (s *Server) handleRunCommand(w http.ResponseWriter, r *http.Request) *apiEr
 	if req.Command == "" {
 		return badRequest("command must not be empty.")
 	}
+	if aerr := s.envTooLarge(req.Env); aerr != nil {
+		return aerr
+	}
 	if req.Timeout != nil && *req.Timeout < 100 {
 		return badRequest("timeout must be at least 100 ms.")
 	}

@@ -82,6 +82,11 @@
 //     WithCreateRateLimit limits creates per window as hosted Vercel does
 //     (20 a window).
 //   - The longest session timeout is 24 hours (WithMaxTimeout).
+//   - A JWT bearer token whose exp has passed (on the server's clock)
+//     answers 403 with invalidToken: true, not 401 (vercel/sandbox#192,
+//     #247).
+//   - An env object above 4 KB as JSON answers 400 "env payload too
+//     large", on create and on a command.
 //
 // # What it does not emulate
 //
@@ -110,8 +115,7 @@
 //     concurrency limits other than the create limit (inject a Fault to
 //     see a 429).
 //   - Of hosted Vercel's differences: the logs that race cleanup just
-//     after a command ends (404), 403 invalidToken for an expired token,
-//     the env payload limit (the client checks it before sending), a
+//     after a command ends (404), a fresh token briefly refused, a
 //     snapshot answered 201 while still snapshotting, the /vercel working
 //     directory of image sandboxes, and a persistent stop that returns
 //     while still stopping.

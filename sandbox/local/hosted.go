@@ -2,9 +2,12 @@ package local
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -249,4 +252,42 @@ func (s *Server) rateHeaders(h http.Header, take bool) bool {
 		h.Set("Retry-After", strconv.Itoa(int(max(time.Second, reset.Sub(now)).Seconds())))
 	}
 	return ok
+}
+
+// jwtExpired reports whether tok is a JWT whose exp has passed at now.
+// Its signature is not checked: the server accepts any token.
+func jwtExpired(tok string, now time.Time) bool {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return false
+	}
+	var claims struct {
+		Exp *float64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Exp == nil {
+		return false
+	}
+	return !now.Before(time.Unix(int64(*claims.Exp), 0))
+}
+
+// expiredToken is the answer to an expired token: 403 with invalidToken
+// on hosted Vercel (vercel/sandbox#192, #247), 401 with WithFriendly.
+func (s *Server) expiredToken() *apiError {
+	if !s.hosted() {
+		return errorf(http.StatusUnauthorized, "unauthorized", "The token has expired")
+	}
+	return &apiError{status: http.StatusForbidden, code: codeForbidden,
+		message: "Not authorized", extra: map[string]any{"invalidToken": true}}
+}
+
+// envTooLarge refuses an env object above hosted Vercel's limit.
+func (s *Server) envTooLarge(env map[string]string) *apiError {
+	if !s.hosted() || wire.EnvPayloadSize(env) <= wire.MaxEnvPayload {
+		return nil
+	}
+	return badRequest("env payload too large")
 }

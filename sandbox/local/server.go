@@ -376,6 +376,9 @@ func (s *Server) authorizeToken(r *http.Request) *apiError {
 		return &apiError{status: http.StatusForbidden, code: codeForbidden,
 			message: "Not authorized", extra: map[string]any{"invalidToken": true}}
 	}
+	if jwtExpired(tok, s.now()) {
+		return s.expiredToken()
+	}
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
 // DefaultCaptureLimit is how many bytes of each stream a Result keeps when
@@ -78,6 +79,9 @@ func (c *Cmd) Validate() error {
 		if strings.IndexByte(v, 0) >= 0 {
 			return apierr.Invalid("Cmd.Env["+k+"]", "contains a NUL byte")
 		}
+	}
+	if n := wire.EnvPayloadSize(c.Env); n > wire.MaxEnvPayload {
+		return apierr.Invalid("Cmd.Env", "%d bytes as JSON, above the %d that hosted Vercel accepts", n, wire.MaxEnvPayload)
 	}
 	if strings.IndexByte(c.Dir, 0) >= 0 {
 		return apierr.Invalid("Cmd.Dir", "contains a NUL byte")

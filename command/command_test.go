@@ -157,6 +157,12 @@ func (f *fakeAPI) answer(w http.ResponseWriter, sid, cid string, exit *int) {
 // attach serves f and returns a handle to command cmd_1 of session sbx_1.
 func attach(t *testing.T, f *fakeAPI) *command.Handle {
 	t.Helper()
+	return attachWith(t, f, command.ReattachPolicy{})
+}
+
+// attachWith is attach with a re-attachment policy.
+func attachWith(t *testing.T, f *fakeAPI, p command.ReattachPolicy) *command.Handle {
+	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle("/v2/sandboxes/sessions/{sid}/cmd/{cid}", f)
 	mux.Handle("/v2/sandboxes/sessions/{sid}/cmd/{cid}/{op}", f)
@@ -165,7 +171,7 @@ func attach(t *testing.T, f *fakeAPI) *command.Handle {
 	core, err := httpcore.New(httpcore.Config{BaseURL: srv.URL, Provider: auth.Static("tok", "team_1", "prj_1"),
 		Retry: httpcore.RetryPolicy{MaxRetries: -1}})
 	require.NoError(t, err)
-	h, err := command.Attach(&conn.Conn{Core: core}, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	h, err := command.Attach(&conn.Conn{Core: core, Reattach: p}, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
 	require.NoError(t, err)
 	return h
 }
@@ -200,10 +206,10 @@ func TestHandle(t *testing.T) {
 	assert.Error(t, h.Kill(ctx, -1))
 }
 
-func TestHandleLogsCutWhileRunning(t *testing.T) {
+func TestHandleLogsCutWhileRunningWithoutReattach(t *testing.T) {
 	t.Parallel()
 	api := &fakeAPI{running: true, logs: `{"stream":"stdout","data":"partial"}` + "\n"}
-	h := attach(t, api)
+	h := attachWith(t, api, command.ReattachPolicy{Disabled: true})
 	var got error
 	for _, err := range h.Logs(context.Background()) {
 		if err != nil {

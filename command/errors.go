@@ -19,6 +19,9 @@ var (
 	// ErrInvalidInput matches a Cmd, Ref or signal refused before any
 	// request; see InputError.
 	ErrInvalidInput = apierr.ErrInvalidInput
+	// ErrExecutableNotFound matches a command refused because its
+	// executable does not exist: it never started and has no exit code.
+	ErrExecutableNotFound = apierr.ErrExecutableNotFound
 )
 
 type (

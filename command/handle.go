@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
@@ -85,16 +86,15 @@ func ParseRef(s string) (Ref, error) {
 	return r, nil
 }
 
-// endGrace is how long Logs waits, after its stream ended, for the command
-// to be reported finished before it calls the stream cut.
-const endGrace = 2 * time.Second
-
 // Handle is a command started detached, or reattached by its Ref. It is
 // safe for concurrent use; every method does its own request.
 type Handle struct {
 	c    *conn.Conn
 	ref  Ref
 	info Info
+
+	mu    sync.Mutex
+	final *Info // the command's state once it is known to have finished
 }
 
 // Attach returns a handle to the command ref names, over c. It does no
@@ -124,20 +124,44 @@ func (h *Handle) Started() Info { return h.info }
 
 // Info fetches the command's current state.
 func (h *Handle) Info(ctx context.Context) (Info, error) {
-	return fetchInfo(ctx, h.c.Core, h.ref, false)
+	info, err := fetchInfo(ctx, h.c.Core, h.ref, false)
+	if err == nil {
+		h.remember(info)
+	}
+	return info, err
+}
+
+// remember keeps info when it says the command finished.
+func (h *Handle) remember(info Info) {
+	if info.Done() {
+		h.mu.Lock()
+		h.final = &info
+		h.mu.Unlock()
+	}
+}
+
+// finished returns the command's final state when it is known.
+func (h *Handle) finished() *Info {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.final
 }
 
 // Wait blocks until the command finishes and returns its result. The
 // result carries no output: use Output or Logs for that. A non-zero exit
 // code gives the result and an *ExitError.
+//
+// A wait that is cut (hosted Vercel's edge ends requests after about six
+// minutes, and a transport's response-header timeout may fire first,
+// since hosted Vercel sends the headers only when the command ends) is
+// repeated until the command finishes, its session ends (an error
+// matching ErrGone) or ctx ends; see ReattachPolicy.
 func (h *Handle) Wait(ctx context.Context) (*Result, error) {
-	info, err := fetchInfo(ctx, h.c.Core, h.ref, true)
+	info, err := wait(ctx, h.c, h.ref)
 	if err != nil {
 		return nil, err
 	}
-	if info.ExitCode == nil {
-		return nil, cmdstream.EndedEarly(h.ref.SessionID, h.ref.CommandID, "before the command finished (wait answered without an exit code)")
-	}
+	h.remember(info)
 	res := &Result{CommandID: h.ref.CommandID, SessionID: h.ref.SessionID, ExitCode: *info.ExitCode,
 		StartedAt: info.StartedAt, Duration: info.Duration}
 	if res.ExitCode != 0 {
@@ -158,66 +182,65 @@ func (h *Handle) Kill(ctx context.Context, sig Signal) error {
 	return err
 }
 
+// Terminate stops the command the way a careful supervisor does: SIGTERM,
+// then, if the command still runs after grace, SIGKILL. It returns once
+// the command has ended or SIGKILL was sent. On hosted Vercel a kill
+// signals the command's process only, not the processes it started, so a
+// shell pipeline may need the SIGKILL. A session that has ended (ErrGone)
+// has ended its commands too, and is not an error.
+func (h *Handle) Terminate(ctx context.Context, grace time.Duration) error {
+	if grace < 0 {
+		return apierr.Invalid("grace", "negative duration %s", grace)
+	}
+	err := h.Kill(ctx, SIGTERM)
+	if err == nil {
+		gctx, cancel := context.WithTimeout(ctx, grace)
+		var info Info
+		info, err = fetchInfo(gctx, h.c.Core, h.ref, true)
+		cancel()
+		if err == nil && info.Done() {
+			h.remember(info)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		err = h.Kill(ctx, SIGKILL)
+	}
+	if errors.Is(err, ErrGone) {
+		return nil
+	}
+	return err
+}
+
 // Logs replays the command's output from the start and follows it until
-// the command ends. The sequence stops early, with an error, when ctx ends
-// or the stream breaks; a stream that ends while the command still runs
-// yields an error matching ErrStreamEnded.
+// the command ends. A log stream cut while the command runs is opened
+// again and the output already yielded skipped, so each byte is yielded
+// once (see ReattachPolicy). The sequence stops early, with an error, when
+// ctx ends, the session ends (an error matching ErrGone) or the stream
+// fails in a way no re-attachment mends.
 func (h *Handle) Logs(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		body, err := openLogs(ctx, h.c.Core, h.ref)
-		if err != nil {
-			yield(Event{}, err)
+		f := &follower{c: h.c, ref: h.ref, op: "logs", known: h.finished(),
+			emit: func(k cmdstream.Kind, data []byte) error {
+				s := Stdout
+				if k == cmdstream.KindStderr {
+					s = Stderr
+				}
+				if !yield(Event{Stream: s, Data: data}, nil) {
+					return errStop
+				}
+				return nil
+			}}
+		info, err := f.run(ctx, 0, nil)
+		if errors.Is(err, errStop) {
 			return
-		}
-		defer body.Close()
-		dec := cmdstream.NewDecoder(body, h.ref.SessionID, h.ref.CommandID)
-		for {
-			f, err := dec.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					err = ctx.Err()
-				}
-				yield(Event{}, err)
-				return
-			}
-			switch f.Kind {
-			case cmdstream.KindStdout:
-				if !yield(Event{Stream: Stdout, Data: f.Data}, nil) {
-					return
-				}
-			case cmdstream.KindStderr:
-				if !yield(Event{Stream: Stderr, Data: f.Data}, nil) {
-					return
-				}
-			default:
-				yield(Event{}, &apierr.StreamError{Code: "malformed_frame", Message: "command line in a log stream",
-					SessionID: h.ref.SessionID, CommandID: h.ref.CommandID})
-				return
-			}
-		}
-		// A log stream has no final frame: it ends when the command does.
-		// Check, so that a cut stream is not mistaken for the end.
-		// A server may close the stream a moment before it records the
-		// exit, so a command still running is given a short grace.
-		info, err := fetchInfo(ctx, h.c.Core, h.ref, false)
-		if err == nil && !info.Done() {
-			gctx, cancel := context.WithTimeout(ctx, endGrace)
-			info, err = fetchInfo(gctx, h.c.Core, h.ref, true)
-			cancel()
-			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-				err = nil // still running after the grace: the stream was cut
-			}
 		}
 		if err != nil {
 			yield(Event{}, err)
 			return
 		}
-		if !info.Done() {
-			yield(Event{}, cmdstream.EndedEarly(h.ref.SessionID, h.ref.CommandID, "while the command was still running"))
-		}
+		h.remember(info)
 	}
 }
 

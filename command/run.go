@@ -20,11 +20,14 @@ import (
 
 // An attached run is one POST …/cmd whose answer streams the command: a
 // line naming the started command, its output, then a line with its exit
-// code. Everything that can end it early is decided here, after the
-// stream stops: silence past InactivityTimeout (the timer closes the body,
-// the command is killed), the caller's context (killed with KillOnCancel),
-// and a stream cut before the final line (an ErrStreamEnded, never an
-// invented exit code). Output captured so far travels with the error.
+// code. A stream cut before the final line (hosted Vercel cuts every
+// stream after about six minutes) is followed through the command's logs
+// (see follow.go), never by running the command again. Everything else
+// that can end it early is decided here, after the stream stops: silence
+// past InactivityTimeout (the timer closes the body, the command is
+// killed), the caller's context (killed with KillOnCancel), and a cut that
+// cannot be followed (an ErrStreamEnded, never an invented exit code).
+// Output captured so far travels with the error.
 
 // Run runs cmd attached on c. Only package sandbox can make a c: call
 // (*sandbox.Sandbox).Run, which documents the behaviour.
@@ -156,18 +159,20 @@ type attachedRun struct {
 	began    time.Time
 	silent   atomic.Bool
 	lastSeen atomic.Int64
+	sent     delivered
+
+	mu   sync.Mutex
+	body io.Closer // the stream being read, which the inactivity timer closes
 }
 
 func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd *Cmd, sid string) (*Result, error) {
-	body := resp.Body
-	var closeOnce sync.Once
-	closeBody := func() { closeOnce.Do(func() { body.Close() }) }
-	defer closeBody()
+	defer resp.Body.Close()
 	if err := cmdstream.CheckContentType(resp.Header, "command data", sid, ""); err != nil {
 		return nil, err
 	}
 	limit := captureLimit(cmd)
 	r := &attachedRun{c: c, cmd: cmd, sid: sid, stdout: capture.New(limit), stderr: capture.New(limit), began: time.Now()}
+	r.track(resp.Body)
 
 	var timer *time.Timer
 	if cmd.InactivityTimeout > 0 {
@@ -176,7 +181,7 @@ func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd
 			idle := time.Since(time.Unix(0, r.lastSeen.Load()))
 			if idle >= cmd.InactivityTimeout {
 				r.silent.Store(true)
-				closeBody()
+				r.closeBody()
 				return
 			}
 			timer.Reset(cmd.InactivityTimeout - idle)
@@ -186,15 +191,37 @@ func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd
 		defer timer.Stop()
 	}
 
-	dec := cmdstream.NewDecoder(body, sid, "")
-	var final *wire.Command
-	started := false
-	var loopErr error
-	for final == nil {
+	final, started, loopErr := r.read(resp.Body)
+	if final != nil {
+		return r.finish(infoFromWire(final))
+	}
+	// The stream ended without its final frame. Unless the run is over
+	// for another reason, follow the command through its logs.
+	if !r.silent.Load() && ctx.Err() == nil && started && !c.Reattach.Disabled &&
+		(errors.Is(loopErr, io.EOF) || isCut(loopErr)) {
+		cause := loopErr
+		if errors.Is(loopErr, io.EOF) {
+			cause = cmdstream.EndedEarly(sid, r.cid, "before the command finished")
+		}
+		f := &follower{c: c, ref: Ref{SandboxName: c.SandboxName, SessionID: sid, CommandID: r.cid}, op: "run",
+			emit: r.write, track: r.track, sent: r.sent}
+		info, err := f.run(ctx, 1, cause)
+		if err == nil {
+			return r.finish(info)
+		}
+		loopErr = err
+	}
+	return r.fail(ctx, loopErr, started)
+}
+
+// read reads the attached stream until its final frame, which it returns,
+// or until it ends or fails.
+func (r *attachedRun) read(body io.Reader) (final *wire.Command, started bool, err error) {
+	dec := cmdstream.NewDecoder(body, r.sid, "")
+	for {
 		f, err := dec.Next()
 		if err != nil {
-			loopErr = err
-			break
+			return nil, started, err
 		}
 		switch f.Kind {
 		case cmdstream.KindCommand:
@@ -205,66 +232,93 @@ func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd
 				continue
 			}
 			if f.Command.ExitCode == nil {
-				loopErr = &apierr.StreamError{Code: "malformed_frame", Message: "finish line without an exit code", SessionID: sid, CommandID: r.cid}
-				break
+				return nil, started, &apierr.StreamError{Code: "malformed_frame", Message: "finish line without an exit code", SessionID: r.sid, CommandID: r.cid}
 			}
-			final = f.Command
+			return f.Command, started, nil
 		case cmdstream.KindStdout, cmdstream.KindStderr:
 			if !started {
-				loopErr = &apierr.StreamError{Code: "malformed_frame", Message: "log line before the command line", SessionID: sid}
-				break
+				return nil, started, &apierr.StreamError{Code: "malformed_frame", Message: "log line before the command line", SessionID: r.sid}
 			}
-			r.lastSeen.Store(time.Now().UnixNano())
 			if err := r.write(f.Kind, f.Data); err != nil {
-				loopErr = err
+				return nil, started, err
 			}
 		}
-		if loopErr != nil {
-			break
-		}
 	}
-	if final != nil {
-		res := r.result(final)
-		if res.ExitCode != 0 {
-			return res, &ExitError{Result: res}
-		}
-		return res, nil
-	}
-	// The stream ended without its final frame.
+}
+
+// fail returns the error of a run that ended without an exit code.
+func (r *attachedRun) fail(ctx context.Context, err error, started bool) (*Result, error) {
 	switch {
 	case r.silent.Load():
-		ie := &InactivityError{CommandID: r.cid, SessionID: sid, Silence: cmd.InactivityTimeout, Result: r.partial()}
+		ie := &InactivityError{CommandID: r.cid, SessionID: r.sid, Silence: r.cmd.InactivityTimeout, Result: r.partial()}
 		if r.cid != "" {
 			kerr := r.kill(ctx)
 			ie.Killed, ie.KillErr = kerr == nil, kerr
 		}
 		return nil, ie
 	case ctx.Err() != nil:
-		if cmd.KillOnCancel && r.cid != "" {
+		if r.cmd.KillOnCancel && r.cid != "" {
 			if kerr := r.kill(ctx); kerr != nil {
 				return nil, fmt.Errorf("%w (killing command %s failed: %w)", ctx.Err(), r.cid, kerr)
 			}
 		}
 		return nil, ctx.Err()
-	case errors.Is(loopErr, io.EOF):
+	case errors.Is(err, io.EOF):
 		what := "before the command finished"
 		if !started {
 			what = "before the command started"
 		}
-		return nil, cmdstream.EndedEarly(sid, r.cid, what)
+		return nil, cmdstream.EndedEarly(r.sid, r.cid, what)
 	}
-	return nil, loopErr
+	return nil, err
+}
+
+// finish returns the result of a command that exited.
+func (r *attachedRun) finish(info Info) (*Result, error) {
+	res := r.partial()
+	res.ExitCode = *info.ExitCode
+	if !info.StartedAt.IsZero() {
+		res.StartedAt = info.StartedAt
+	}
+	if info.Duration > 0 {
+		res.Duration = info.Duration
+	}
+	if res.ExitCode != 0 {
+		return res, &ExitError{Result: res}
+	}
+	return res, nil
+}
+
+// track makes body the stream the inactivity timer closes.
+func (r *attachedRun) track(body io.Closer) {
+	r.mu.Lock()
+	r.body = body
+	r.mu.Unlock()
+	if r.silent.Load() {
+		body.Close()
+	}
+}
+
+func (r *attachedRun) closeBody() {
+	r.mu.Lock()
+	b := r.body
+	r.mu.Unlock()
+	if b != nil {
+		b.Close()
+	}
 }
 
 func (r *attachedRun) write(k cmdstream.Kind, data []byte) error {
-	w, cp, name := r.cmd.Stdout, r.stdout, "stdout"
+	r.lastSeen.Store(time.Now().UnixNano())
+	w, cp, name, i := r.cmd.Stdout, r.stdout, "stdout", 0
 	if k == cmdstream.KindStderr {
-		w, cp, name = r.cmd.Stderr, r.stderr, "stderr"
+		w, cp, name, i = r.cmd.Stderr, r.stderr, "stderr", 1
 	}
+	r.sent[i] += int64(len(data))
 	_, _ = cp.Write(data)
 	if w != nil {
 		if _, err := w.Write(data); err != nil {
-			return fmt.Errorf("vercel sandbox: writing %s of command %s: %w", name, r.cid, err)
+			return &writeError{err: fmt.Errorf("vercel sandbox: writing %s of command %s: %w", name, r.cid, err)}
 		}
 	}
 	return nil
@@ -275,18 +329,6 @@ func (r *attachedRun) partial() *Result {
 		Duration: time.Since(r.began), Stdout: r.stdout.Bytes(), Stderr: r.stderr.Bytes(),
 		StdoutBytes: r.stdout.Total(), StderrBytes: r.stderr.Total(),
 		StdoutTruncated: r.stdout.Truncated(), StderrTruncated: r.stderr.Truncated()}
-}
-
-func (r *attachedRun) result(w *wire.Command) *Result {
-	res := r.partial()
-	res.ExitCode = *w.ExitCode
-	if w.StartedAt != 0 {
-		res.StartedAt = wire.Time(w.StartedAt)
-	}
-	if w.DurationMs != nil {
-		res.Duration = wire.Duration(*w.DurationMs)
-	}
-	return res
 }
 
 // kill sends SIGKILL on a context that outlives the caller's cancellation

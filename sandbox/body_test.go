@@ -53,7 +53,7 @@ func TestNetworkPolicyJSON(t *testing.T) {
 
 func TestForkRequestJSON(t *testing.T) {
 	t.Parallel()
-	exp := 2 * time.Hour
+	exp := 48 * time.Hour
 	cases := []struct {
 		name string
 		p    ForkParams
@@ -63,7 +63,7 @@ func TestForkRequestJSON(t *testing.T) {
 		{"empty lists are sent", ForkParams{Ports: []int{}, Env: map[string]string{}, Tags: map[string]string{}, FailoverRegions: []string{}}, `{"env":{},"failoverRegions":[],"ports":[],"tags":{}}`},
 		{"all", ForkParams{Name: "f", Image: "img", VCPUs: 2, Timeout: time.Minute, Ports: []int{3000}, Env: map[string]string{"A": "1"},
 			Tags: map[string]string{"t": "v"}, NetworkPolicy: DenyAll(), Persistent: new(bool), Region: "iad1",
-			FailoverRegions: []string{"sfo1"}, SnapshotExpiration: &exp, KeepLastSnapshots: &KeepLastSnapshots{Count: 2}, NetworkID: "net_1"}, `{"env":{"A":"1"},"failoverRegions":["sfo1"],"image":"img","keepLastSnapshots":{"count":2},"name":"f","networkId":"net_1","networkPolicy":{"mode":"deny-all"},"persistent":false,"ports":[3000],"region":"iad1","resources":{"vcpus":2},"snapshotExpiration":7200000,"tags":{"t":"v"},"timeout":60000}`},
+			FailoverRegions: []string{"sfo1"}, SnapshotExpiration: &exp, KeepLastSnapshots: &KeepLastSnapshots{Count: 2}, NetworkID: "net_1"}, `{"env":{"A":"1"},"failoverRegions":["sfo1"],"image":"img","keepLastSnapshots":{"count":2},"name":"f","networkId":"net_1","networkPolicy":{"mode":"deny-all"},"persistent":false,"ports":[3000],"region":"iad1","resources":{"vcpus":2},"snapshotExpiration":172800000,"tags":{"t":"v"},"timeout":60000}`},
 	}
 	for _, c := range cases {
 		got, err := json.Marshal(c.p.toWire())

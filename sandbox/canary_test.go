@@ -112,7 +112,7 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 		}
 		return next(req)
 	}
-	c := srv.Client(sandbox.WithLogger(debugLogger(&clientLog)), sandbox.WithMiddleware(mw))
+	c := srv.Client(sandbox.WithLogger(debugLogger(&clientLog)), sandbox.WithMiddleware(mw), noReattach)
 	ctx := context.Background()
 
 	var errs []error

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/auth/vercelcli"
+	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 )
@@ -60,7 +61,18 @@ var (
 	ErrStreamEnded   = apierr.ErrStreamEnded   // a stream ended before its final frame
 	ErrInvalidInput  = apierr.ErrInvalidInput  // see InputError
 	ErrDecode        = apierr.ErrDecode        // see DecodeError
+	// ErrSnapshotNotFound matches a resume refused with snapshot_not_found:
+	// the sandbox cannot be resumed (hosted Vercel keeps nothing of a
+	// non-persistent one). GetOrCreate and a named Create recreate it.
+	ErrSnapshotNotFound = apierr.ErrSnapshotNotFound
+	// ErrExecutableNotFound matches a command refused with
+	// executable_not_found: it never started, so it has no exit code.
+	ErrExecutableNotFound = apierr.ErrExecutableNotFound
 )
+
+// RateLimit is the rate-limit window an answer reported; see
+// APIError.RateLimit.
+type RateLimit = apierr.RateLimit
 
 // RetryPolicy configures retries; see WithRetryPolicy.
 type RetryPolicy = httpcore.RetryPolicy
@@ -81,6 +93,7 @@ type Client struct {
 	core       *httpcore.Client
 	autoResume bool
 	onResume   func(ResumeEvent)
+	reattach   ReattachPolicy
 }
 
 // ResumeEvent reports that a stopped sandbox was resumed.
@@ -104,6 +117,7 @@ type config struct {
 	timeout    time.Duration
 	autoResume bool
 	onResume   func(ResumeEvent)
+	reattach   ReattachPolicy
 	errs       []error
 }
 
@@ -191,6 +205,21 @@ func WithAutoResume(on bool) Option { return func(c *config) { c.autoResume = on
 // WithOnResume sets a function called after a Sandbox handle resumed.
 func WithOnResume(f func(ResumeEvent)) Option { return func(c *config) { c.onResume = f } }
 
+// ReattachPolicy configures how commands outlive cut streams; see
+// WithReattachPolicy.
+type ReattachPolicy = command.ReattachPolicy
+
+// ReattachEvent describes a re-attachment to a command about to happen.
+type ReattachEvent = command.ReattachEvent
+
+// WithReattachPolicy configures re-attachment to a command whose stream
+// was cut before it proved the command finished (hosted Vercel's edge
+// cuts streams after about six minutes). By default every Run, Output,
+// Handle.Wait, Handle.Logs and Handle.Output re-attaches, without running
+// the command again, and delivers each output byte once; re-attachments
+// are logged and reported to OnReattach.
+func WithReattachPolicy(p ReattachPolicy) Option { return func(c *config) { c.reattach = p } }
+
 // NewClient returns a client. Options are validated at once; credentials
 // are looked up on the first call.
 func NewClient(opts ...Option) (*Client, error) {
@@ -225,7 +254,7 @@ func NewClient(opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{core: core, autoResume: cfg.autoResume, onResume: cfg.onResume}, nil
+	return &Client{core: core, autoResume: cfg.autoResume, onResume: cfg.onResume, reattach: cfg.reattach}, nil
 }
 
 // project returns the project the calls act for.

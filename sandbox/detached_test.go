@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -176,4 +177,31 @@ func TestAttachUnknownCommand(t *testing.T) {
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	_, err = e.c.Attach(command.Ref{SessionID: "s"})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
+}
+
+// Terminate sends SIGTERM, then SIGKILL to a command that ignores it.
+func TestTerminateEscalates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.handle("stubborn", sandboxtest.Steps{}.Stdout("up\n").Ignore(15).Block())
+	e.handle("polite", sandboxtest.Steps{}.Block())
+	sb := e.create("")
+	for _, tc := range []struct {
+		name  string
+		grace time.Duration // the polite one ends long before its grace
+		want  []int
+	}{{"stubborn", 10 * time.Millisecond, []int{15, 9}}, {"polite", time.Minute, []int{15}}} {
+		name, want := tc.name, tc.want
+		h, err := sb.Start(t.Context(), &command.Cmd{Name: name})
+		require.NoError(t, err)
+		require.NoError(t, h.Terminate(t.Context(), tc.grace), name)
+		res, err := h.Wait(t.Context())
+		require.Error(t, err, name)
+		assert.NotZero(t, res.ExitCode, name)
+		for _, c := range e.srv.Commands() {
+			if c.Command.ID == h.ID() {
+				assert.Equal(t, want, c.Signals, name)
+			}
+		}
+	}
 }

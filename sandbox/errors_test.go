@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/auth/authtest"
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
@@ -201,4 +202,72 @@ func TestWrongTokenIsForbidden(t *testing.T) {
 	require.ErrorIs(t, err, sandbox.ErrForbidden)
 	assert.NotContains(t, err.Error(), "wrong-token")
 	assert.NotContains(t, err.Error(), "right-token")
+}
+
+// Limits hosted Vercel enforces are checked before any request.
+func TestHostedLimitsCheckedBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	big := map[string]string{"BIG": strings.Repeat("x", 5000)}
+	_, err := e.c.Create(t.Context(), sandbox.CreateParams{Env: big})
+	assert.ErrorIs(t, err, sandbox.ErrInvalidInput, "env payload above 4 KB")
+	hour := time.Hour
+	_, err = e.c.Create(t.Context(), sandbox.CreateParams{SnapshotExpiration: &hour})
+	assert.ErrorIs(t, err, sandbox.ErrInvalidInput, "snapshot expiration below a day")
+	assert.Empty(t, e.srv.Requests(), "nothing was sent")
+
+	sb := e.create("")
+	_, err = sb.Run(t.Context(), &command.Cmd{Name: "echo", Env: big})
+	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
+	_, err = sb.Snapshot(t.Context(), sandbox.SnapshotParams{Expiration: &hour})
+	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
+	assert.Zero(t, e.srv.CommandCount())
+}
+
+// Hosted Vercel reports its rate limit on every answer and limits creates
+// per window; a 429 asking for more than MaxRetryAfter (20 s by default)
+// is returned at once, with the window on the APIError.
+func TestCreateRateLimitWindow(t *testing.T) {
+	t.Parallel()
+	clock := authtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := newEnv(t, local.WithClock(clock.Now), local.WithCreateRateLimit(2, time.Minute))
+	e.create("")
+	e.create("")
+	_, err := e.c.Create(t.Context(), sandbox.CreateParams{})
+	require.ErrorIs(t, err, sandbox.ErrRateLimited)
+	var ae *sandbox.APIError
+	require.ErrorAs(t, err, &ae)
+	require.NotNil(t, ae.RateLimit)
+	assert.Equal(t, 2, ae.RateLimit.Limit)
+	assert.Equal(t, 0, ae.RateLimit.Remaining)
+	assert.True(t, clock.Now().Add(time.Minute).Equal(ae.RateLimit.Reset), "the window's end")
+	assert.Equal(t, time.Minute, ae.RetryAfter, "past the default cap: not waited for")
+	assert.Equal(t, 1, ae.Attempts)
+
+	clock.Advance(time.Minute)
+	e.create("") // a new window
+	assert.Len(t, e.srv.Sandboxes(), 3)
+}
+
+// A missing executable is no command at all on hosted Vercel: 400
+// executable_not_found, no exit code. The friendly mode runs it as a shell
+// would, with exit code 127.
+func TestExecutableNotFound(t *testing.T) {
+	t.Parallel()
+	e := newLocalEnv(t)
+	sb := e.create("")
+	res, err := sb.Run(t.Context(), &command.Cmd{Name: "no-such-executable-here"})
+	assert.Nil(t, res, "no invented exit code")
+	assert.ErrorIs(t, err, command.ErrExecutableNotFound)
+	assert.ErrorIs(t, err, sandbox.ErrBadRequest)
+	_, err = sb.Start(t.Context(), &command.Cmd{Name: "no-such-executable-here"})
+	assert.ErrorIs(t, err, sandbox.ErrExecutableNotFound)
+	assert.Zero(t, e.srv.CommandCount(), "nothing ran")
+
+	f := newLocalEnv(t, local.WithFriendly())
+	res, err = f.create("").Run(t.Context(), &command.Cmd{Name: "no-such-executable-here"})
+	var ee *command.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 127, res.ExitCode)
+	assert.Contains(t, string(res.Stderr), "command not found")
 }

@@ -43,5 +43,5 @@ func (s *Sandbox) Attach(commandID string) (*command.Handle, error) {
 // Attach returns a handle to the command ref names, for example one
 // started by another process and stored as text (see command.ParseRef).
 func (c *Client) Attach(ref command.Ref) (*command.Handle, error) {
-	return command.Attach(&conn.Conn{Core: c.core, SandboxName: ref.SandboxName}, ref)
+	return command.Attach(&conn.Conn{Core: c.core, SandboxName: ref.SandboxName, Reattach: c.reattach}, ref)
 }

@@ -163,12 +163,39 @@ func TestFaultRateLimitLongRetryAfterFailsFast(t *testing.T) {
 	assert.Equal(t, []int{429}, statuses(e.srv, "GET", "/v2/sandboxes/hurried"))
 }
 
-func TestFaultResetMidStream(t *testing.T) {
+func TestFaultResetMidStreamReattaches(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.handle("job", jobSteps)
-	sb := e.create("")
+	var events []sandbox.ReattachEvent
+	c := e.srv.Client(sandbox.WithReattachPolicy(sandbox.ReattachPolicy{OnReattach: func(ev sandbox.ReattachEvent) { events = append(events, ev) }}))
+	sb, err := c.Create(t.Context(), sandbox.CreateParams{})
+	require.NoError(t, err)
 	// The command line and two output lines, then a TCP reset.
+	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Reset: fault.ResetAfterHeaders, AfterFrames: 3})
+
+	var out bytes.Buffer
+	cmd := &command.Cmd{Name: "job"}
+	cmd.Stdout = &out
+	res, err := sb.Run(t.Context(), cmd)
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.ExitCode, "the real exit code, read after re-attaching")
+	assert.Equal(t, "one\ntwo\nthree\n", out.String(), "every byte once: the replay skips what arrived")
+	assert.Equal(t, "one\ntwo\nthree\n", string(res.Stdout))
+	assert.Equal(t, 1, e.srv.CommandCount(), "a broken stream is never re-run")
+	assert.Len(t, requests(e.srv, "POST", "/cmd"), 1)
+	require.Len(t, events, 1)
+	assert.Equal(t, "run", events[0].Op)
+	assert.EqualValues(t, len("one\ntwo\n"), events[0].Delivered)
+	assert.ErrorIs(t, events[0].Err, sandbox.ErrStreamEnded)
+}
+
+func TestFaultResetMidStreamWithoutReattach(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.handle("job", jobSteps)
+	sb, err := e.srv.Client(noReattach).Create(t.Context(), sandbox.CreateParams{})
+	require.NoError(t, err)
 	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Reset: fault.ResetAfterHeaders, AfterFrames: 3})
 
 	var out bytes.Buffer
@@ -185,7 +212,6 @@ func TestFaultResetMidStream(t *testing.T) {
 	assert.NotErrorAs(t, err, &ee)
 	assert.Equal(t, "one\ntwo\n", out.String(), "what arrived was delivered")
 	assert.Equal(t, 1, e.srv.CommandCount(), "a broken stream is not replayed")
-	assert.Len(t, requests(e.srv, "POST", "/cmd"), 1)
 
 	// Nothing is lost: the logs replay the whole output.
 	h, err := sb.Attach(se.CommandID)
@@ -200,34 +226,26 @@ func TestFaultStreamCutBeforeFinalFrame(t *testing.T) {
 	e := newEnv(t)
 	e.handle("job", jobSteps)
 	sb := e.create("")
-	// Every frame but the final one.
+	// Every frame but the final one, ended cleanly.
 	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Cut: true, AfterFrames: 4})
 
 	var out bytes.Buffer
 	cmd := &command.Cmd{Name: "job"}
 	cmd.Stdout = &out
 	res, err := sb.Run(t.Context(), cmd)
-	assert.Nil(t, res, "no invented exit code")
-	var se *sandbox.StreamError
-	require.ErrorAs(t, err, &se)
-	assert.Equal(t, "stream_ended_early", se.Code)
-	assert.Equal(t, "one\ntwo\nthree\n", out.String())
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.ExitCode)
+	assert.Equal(t, "one\ntwo\nthree\n", out.String(), "nothing delivered twice")
 	assert.Equal(t, 1, e.srv.CommandCount())
 	assert.Len(t, requests(e.srv, "POST", "/cmd"), 1)
-
-	// The command itself finished; waiting on it gives its real exit code.
-	h, err := sb.Attach(se.CommandID)
-	require.NoError(t, err)
-	r, err := h.Wait(t.Context())
-	require.NoError(t, err)
-	assert.Equal(t, 0, r.ExitCode)
+	assert.Len(t, requests(e.srv, "GET", "/logs"), 1, "one re-attachment")
 }
 
 func TestFaultLogStreamCutWhileRunning(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	release := make(chan struct{})
-	e.handle("job", sandboxtest.Steps{}.Stdout("a\n").Stdout("b\n").Await(release).Exit(0))
+	e.handle("job", sandboxtest.Steps{}.Stdout("a\n").Stdout("b\n").Await(release).Stdout("c\n").Exit(0))
 	sb := e.create("")
 	h, err := sb.Start(t.Context(), &command.Cmd{Name: "job"})
 	require.NoError(t, err)
@@ -238,18 +256,15 @@ func TestFaultLogStreamCutWhileRunning(t *testing.T) {
 	e.srv.Inject(fault.Fault{Method: "GET", Path: cmdPattern + "/*/logs", Cut: true, AfterFrames: 1, Times: 1})
 
 	var got []string
-	var streamErr error
 	for ev, err := range h.Logs(t.Context()) {
-		if err != nil {
-			streamErr = err
-			break
-		}
+		require.NoError(t, err)
 		got = append(got, string(ev.Data))
+		if string(ev.Data) == "b\n" {
+			close(release)
+		}
 	}
-	require.ErrorIs(t, streamErr, sandbox.ErrStreamEnded, "a cut log stream is not mistaken for the end")
-	assert.Equal(t, []string{"a\n"}, got)
-	assert.Len(t, requests(e.srv, "GET", "/logs"), 1, "a stream is not replayed by itself")
-	close(release)
+	assert.Equal(t, []string{"a\n", "b\n", "c\n"}, got, "each frame once, across the cut")
+	assert.Len(t, requests(e.srv, "GET", "/logs"), 2, "re-attached once")
 	r, err := h.Wait(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, 0, r.ExitCode)
@@ -573,4 +588,12 @@ func TestFaultCancelAtEveryPhase(t *testing.T) {
 		assert.False(t, errors.Is(err, sandbox.ErrStreamEnded))
 		assert.Equal(t, 1, e.srv.CommandCount())
 	})
+}
+
+// A 10-minute command through a 6-minute edge: the stream is cut once,
+// the client re-attaches through the logs, every byte arrives once and the
+// command runs once (see longcommand_test.go).
+func TestFault10MinuteCommandThrough6MinuteEdge(t *testing.T) {
+	t.Parallel()
+	runThroughEdge(t, 10)
 }

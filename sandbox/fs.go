@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/bodypipe"
@@ -218,18 +217,36 @@ func (s *Sandbox) MkDir(ctx context.Context, path string) error {
 	if path == "" || strings.IndexByte(path, 0) >= 0 {
 		return apierr.Invalid("path", "empty or contains a NUL byte")
 	}
-	return s.withSession(ctx, func(sid string) error {
-		return s.c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sid) + "/fs/mkdir",
-			JSON: wire.PathRequest{Path: path}, Op: "make directory", SandboxName: s.name, SessionID: sid}, nil)
-	})
+	return s.mkdir(ctx, wire.PathRequest{Path: path})
 }
 
-// MkDirAll creates a directory and any missing parents (it runs
-// mkdir -p in the sandbox, as the official SDK does).
+// MkDirAll creates a directory and any missing parents, through fs/mkdir
+// with recursive: true (no command runs). An existing directory is not an
+// error.
 func (s *Sandbox) MkDirAll(ctx context.Context, path string) error {
 	if path == "" || strings.IndexByte(path, 0) >= 0 {
 		return apierr.Invalid("path", "empty or contains a NUL byte")
 	}
-	_, err := s.Run(ctx, &command.Cmd{Name: "mkdir", Args: []string{"-p", "--", path}})
+	return s.mkdir(ctx, wire.PathRequest{Path: path, Recursive: true})
+}
+
+// mkdir sends fs/mkdir. A file_error answer that says the path exists, or
+// that a parent is missing, also matches fs.ErrExist or fs.ErrNotExist.
+func (s *Sandbox) mkdir(ctx context.Context, req wire.PathRequest) error {
+	err := s.withSession(ctx, func(sid string) error {
+		return s.c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sid) + "/fs/mkdir",
+			JSON: req, Op: "make directory", SandboxName: s.name, SessionID: sid}, nil)
+	})
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 400 || ae.Code != "file_error" {
+		return err
+	}
+	msg := strings.ToLower(ae.Message)
+	switch {
+	case strings.Contains(msg, "already exists") || strings.Contains(msg, "file exists"):
+		return fmt.Errorf("%w (%w)", err, fs.ErrExist)
+	case strings.Contains(msg, "does not exist") || strings.Contains(msg, "no such file"):
+		return fmt.Errorf("%w (%w)", err, fs.ErrNotExist)
+	}
 	return err
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 )
@@ -277,8 +276,10 @@ func TestMkDir(t *testing.T) {
 
 	err = sb.MkDir(t.Context(), "logs")
 	assert.ErrorIs(t, err, sandbox.ErrBadRequest, "already exists")
+	assert.ErrorIs(t, err, fs.ErrExist, "400 file_error, as hosted Vercel answers")
 	err = sb.MkDir(t.Context(), "a/b/c")
 	assert.ErrorIs(t, err, sandbox.ErrBadRequest, "not recursive")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
 	assert.ErrorIs(t, sb.MkDir(t.Context(), ""), sandbox.ErrInvalidInput)
 
 	reqs := requests(e.srv, http.MethodPost, "/fs/mkdir")
@@ -288,23 +289,21 @@ func TestMkDir(t *testing.T) {
 
 func TestMkDirAll(t *testing.T) {
 	t.Parallel()
-	e := newLocalEnv(t)
+	e := newEnv(t)
 	sb := e.create("mkdirall")
 	require.NoError(t, sb.MkDirAll(t.Context(), "p/q/r"))
 	require.NoError(t, sb.MkDirAll(t.Context(), "p/q/r"), "existing directories are fine")
 	host, err := e.srv.HostPath("mkdirall", "p/q/r")
 	require.NoError(t, err)
 	assert.DirExists(t, host)
-	cmds := e.srv.Commands()
-	require.Len(t, cmds, 2)
-	assert.Equal(t, "mkdir", cmds[0].Command.Name)
-	assert.Equal(t, []string{"-p", "--", "p/q/r"}, cmds[0].Command.Args)
+	assert.Zero(t, e.srv.CommandCount(), "fs/mkdir, no mkdir -p command")
+	reqs := requests(e.srv, http.MethodPost, "/fs/mkdir")
+	require.Len(t, reqs, 2)
+	assert.Equal(t, map[string]any{"path": "p/q/r", "recursive": true}, jsonBody(t, reqs[0]))
 
 	require.NoError(t, sb.WriteFile(t.Context(), "file", []byte("x")))
 	err = sb.MkDirAll(t.Context(), "file/sub")
-	var ee *command.ExitError
-	require.ErrorAs(t, err, &ee, "mkdir -p fails under a file")
-	assert.NotZero(t, ee.ExitCode)
+	assert.ErrorIs(t, err, sandbox.ErrBadRequest, "not under a file")
 }
 
 func TestWriteFilesProgress(t *testing.T) {

@@ -133,7 +133,7 @@ func (c *Client) probeOnce(ctx context.Context, sid, name string, cmd *command.C
 	// A probe command is harmless to repeat, but it is sent once like any
 	// command: a probe that cannot tell is unhealthy.
 	// The probe runs on the session found, never resuming it.
-	cn := &conn.Conn{Core: c.core, SandboxName: name,
+	cn := &conn.Conn{Core: c.core, SandboxName: name, Reattach: c.reattach,
 		WithSession: func(_ context.Context, fn func(string) error) error { return fn(sid) }}
 	res, err := command.Run(ctx, cn, cmd)
 	if err != nil {

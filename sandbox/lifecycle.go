@@ -6,6 +6,7 @@ import (
 	"iter"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
@@ -73,9 +74,11 @@ func (c *Client) get(ctx context.Context, name string, resume bool) (*wire.Sandb
 
 // GetOrCreate returns the sandbox named p.Name with a running session:
 // it resumes the sandbox when its session stopped (see Resume), creates it
-// when it does not exist, and when its snapshot is gone (410
-// snapshot_not_found) deletes it and creates it again. Without a name it
-// always creates.
+// when it does not exist, and when it cannot be resumed because its
+// snapshot is gone (snapshot_not_found: 400 from hosted Vercel for a
+// non-persistent sandbox, 410 in the API reference) deletes it and creates
+// it again. When a concurrent caller creates the same name first, its
+// sandbox is adopted. Without a name it always creates.
 func (c *Client) GetOrCreate(ctx context.Context, p CreateParams) (*Sandbox, error) {
 	if p.Name == "" {
 		return c.Create(ctx, p)
@@ -87,17 +90,31 @@ func (c *Client) GetOrCreate(ctx context.Context, p CreateParams) (*Sandbox, err
 	if err == nil {
 		return sb, nil
 	}
-	var ae *APIError
 	switch {
 	case errors.Is(err, ErrNotFound):
-	case errors.As(err, &ae) && ae.StatusCode == 410 && ae.Code == "snapshot_not_found":
+	case errors.Is(err, ErrSnapshotNotFound):
 		if err := c.Delete(ctx, p.Name); err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}
 	default:
 		return nil, err
 	}
-	return c.Create(ctx, p)
+	sb, err = c.Create(ctx, p)
+	if err != nil && nameTaken(err) {
+		// Another caller created it meanwhile: adopt the winner.
+		return c.Resume(ctx, p.Name)
+	}
+	return sb, err
+}
+
+// nameTaken reports a create refused because its name is in use: 409, or
+// the 400 "already exists" that hosted Vercel answers.
+func nameTaken(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	return ae.StatusCode == 409 || (ae.StatusCode == 400 && strings.Contains(ae.Message, "already exists"))
 }
 
 // List iterates over the sandboxes of the project, following pagination.
@@ -447,8 +464,8 @@ func (c *Client) snapshot(ctx context.Context, sessionID, name string, p Snapsho
 	call := &httpcore.Call{Method: "POST", Path: sessionPath(sessionID) + "/snapshot", Safety: httpcore.Unsafe,
 		Op: "create snapshot", SandboxName: name, SessionID: sessionID, Stream: true}
 	if p.Expiration != nil {
-		if *p.Expiration < 0 {
-			return Snapshot{}, nil, apierr.Invalid("Expiration", "negative duration %s", *p.Expiration)
+		if err := validateSnapshotExpiration("Expiration", *p.Expiration); err != nil {
+			return Snapshot{}, nil, err
 		}
 		call.JSON = wire.SnapshotRequest{Expiration: ptr(wire.Millis(*p.Expiration))}
 	}

@@ -1,10 +1,15 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -475,7 +480,7 @@ func TestExtendTimeout(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 6*time.Minute, s.Timeout)
 	assert.Equal(t, 6*time.Minute, sb.Session().Timeout)
-	_, err = sb.ExtendTimeout(t.Context(), 10*time.Hour)
+	_, err = sb.ExtendTimeout(t.Context(), 30*time.Hour) // past the 24 h maximum
 	var ae *sandbox.APIError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, "sandbox_timeout_invalid", ae.Code)
@@ -525,4 +530,51 @@ func TestSetNetworkPolicy(t *testing.T) {
 	_, err = sb.SetNetworkPolicy(t.Context(), &sandbox.NetworkPolicy{Mode: "deny-all", Allow: []string{"x"}})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	assert.Len(t, requests(e.srv, http.MethodPost, "/network-policy"), 2)
+}
+
+// Two callers racing to create one name: the loser's create is refused
+// with 400 "already exists", and GetOrCreate adopts the winner's sandbox.
+func TestGetOrCreateAdoptsTheWinnerOfARace(t *testing.T) {
+	t.Parallel()
+	var raced atomic.Bool
+	winner := local.WithMiddleware(func(_ *local.Server, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/sandboxes") && !raced.Swap(true) {
+				// The winner's create lands first, then this one loses.
+				body, _ := io.ReadAll(r.Body)
+				first := r.Clone(r.Context())
+				first.Body = io.NopCloser(bytes.NewReader(body))
+				next.ServeHTTP(httptest.NewRecorder(), first)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	e := newEnv(t, winner)
+	sb, err := e.c.GetOrCreate(t.Context(), sandbox.CreateParams{Name: "raced"})
+	require.NoError(t, err)
+	assert.Equal(t, "raced", sb.Name())
+	assert.Len(t, e.srv.Sandboxes(), 1, "one sandbox: the winner's")
+}
+
+// WaitStopped returns once the session has really stopped, with the
+// sandbox's current snapshot the one the stop took.
+func TestWaitStopped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, local.WithStopDelay(100*time.Millisecond))
+	sb := e.create("waits")
+	other, err := e.c.Get(t.Context(), "waits")
+	require.NoError(t, err)
+	stopped := make(chan *sandbox.StopResult, 1)
+	go func() {
+		res, _ := other.Stop(t.Context())
+		stopped <- res
+	}()
+	s, err := sb.WaitStopped(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.StatusStopped, s.Status)
+	res := <-stopped
+	require.NotNil(t, res)
+	require.NotNil(t, res.Snapshot)
+	assert.Equal(t, res.Snapshot.ID, sb.Info().CurrentSnapshotID, "the handle knows the snapshot the stop took")
 }

@@ -187,14 +187,19 @@ func validateCommon(vcpus int, timeout time.Duration, ports []int, tags, env map
 			return apierr.Invalid("Env", "invalid variable name %q", k)
 		}
 	}
+	if n := wire.EnvPayloadSize(env); n > wire.MaxEnvPayload {
+		return apierr.Invalid("Env", "%d bytes as JSON, above the %d that hosted Vercel accepts", n, wire.MaxEnvPayload)
+	}
 	if err := np.Validate(); err != nil {
 		return err
 	}
 	if region != "" && slices.Contains(failover, region) {
 		return apierr.Invalid("FailoverRegions", "must not contain the primary region %q", region)
 	}
-	if snapExp != nil && *snapExp < 0 {
-		return apierr.Invalid("SnapshotExpiration", "negative duration %s", *snapExp)
+	if snapExp != nil {
+		if err := validateSnapshotExpiration("SnapshotExpiration", *snapExp); err != nil {
+			return err
+		}
 	}
 	if keep != nil {
 		if keep.Count < 1 || keep.Count > 10 {
@@ -449,4 +454,16 @@ type SnapshotParams struct {
 	// Expiration nil means the server default (30 days or the sandbox's
 	// setting); 0 means never.
 	Expiration *time.Duration
+}
+
+// validateSnapshotExpiration refuses an expiration that hosted Vercel
+// refuses: it is zero (never) or at least a day.
+func validateSnapshotExpiration(field string, d time.Duration) error {
+	if d < 0 {
+		return apierr.Invalid(field, "negative duration %s", d)
+	}
+	if d > 0 && d < wire.MinSnapshotExpiration {
+		return apierr.Invalid(field, "%s: must be 0 (never) or at least %s", d, wire.MinSnapshotExpiration)
+	}
+	return nil
 }

@@ -241,11 +241,31 @@ func TestStopDuringWorkThenResume(t *testing.T) {
 	require.NoError(t, e.srv.Stop(sb.SessionID()))
 
 	res, err := h.Wait(t.Context())
-	require.Error(t, err)
-	require.NotNil(t, res)
-	assert.Equal(t, 137, res.ExitCode, "killed with the session")
+	assert.Nil(t, res, "no invented exit code")
+	assert.ErrorIs(t, err, sandbox.ErrGone, "hosted Vercel answers 410 for the commands of a stopped session")
 
 	out, err := sb.Output(t.Context(), &command.Cmd{Name: "echo", Args: []string{"ok"}})
 	require.NoError(t, err)
 	assert.Equal(t, "ok\n", string(out))
+}
+
+// Hosted Vercel keeps nothing of a non-persistent sandbox: resuming it
+// answers 400 snapshot_not_found, and GetOrCreate creates it again.
+func TestResumeNonPersistentIsSnapshotNotFound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	no := false
+	sb, err := e.c.Create(t.Context(), sandbox.CreateParams{Name: "fleeting", Persistent: &no})
+	require.NoError(t, err)
+	_, err = sb.Stop(t.Context())
+	require.NoError(t, err)
+
+	_, err = e.c.Resume(t.Context(), "fleeting")
+	assert.ErrorIs(t, err, sandbox.ErrSnapshotNotFound, "typed: the sandbox cannot be resumed")
+	assert.ErrorIs(t, err, sandbox.ErrBadRequest)
+
+	again, err := e.c.GetOrCreate(t.Context(), sandbox.CreateParams{Name: "fleeting", Persistent: &no})
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.StatusRunning, again.Session().Status)
+	assert.NotEqual(t, sb.SessionID(), again.SessionID())
 }

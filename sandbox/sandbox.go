@@ -13,6 +13,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
+	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -34,7 +35,7 @@ type Sandbox struct {
 
 func (c *Client) newSandbox(w *wire.SandboxResponse) *Sandbox {
 	s := &Sandbox{c: c, name: w.Sandbox.Name}
-	s.conn = &conn.Conn{Core: c.core, SandboxName: s.name, WithSession: s.withSession}
+	s.conn = &conn.Conn{Core: c.core, SandboxName: s.name, WithSession: s.withSession, Reattach: c.reattach}
 	s.apply(w)
 	return s
 }
@@ -233,6 +234,31 @@ func (s *Sandbox) Stop(ctx context.Context) (*StopResult, error) {
 	}
 	s.mu.Unlock()
 	return res, nil
+}
+
+// stopPoll is how often WaitStopped looks at a session still stopping.
+const stopPoll = 500 * time.Millisecond
+
+// WaitStopped waits until the handle's session has really stopped, then
+// refreshes the handle, so that Info reports the sandbox's current
+// snapshot. Hosted Vercel may answer a stop of a persistent sandbox while
+// the session is still stopping, with a stale CurrentSnapshotID; call
+// WaitStopped after Stop when the next step needs that snapshot.
+func (s *Sandbox) WaitStopped(ctx context.Context) (Session, error) {
+	sid := s.SessionID()
+	for {
+		sess, _, err := s.c.Session(ctx, sid)
+		if err != nil {
+			return Session{}, err
+		}
+		if sess.Status.Terminal() {
+			s.setSession(sess)
+			return sess, s.Refresh(ctx)
+		}
+		if err := httpcore.Sleep(ctx, stopPoll); err != nil {
+			return Session{}, err
+		}
+	}
 }
 
 // ExtendTimeout adds d to the running session's timeout.

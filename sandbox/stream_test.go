@@ -41,7 +41,11 @@ func (w *lineCutter) Flush() { http.NewResponseController(w.ResponseWriter).Flus
 
 func (w *lineCutter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-func TestRunStreamCutBeforeFinalFrame(t *testing.T) {
+// noReattach turns re-attachment off, for the tests of what a cut stream
+// gives without it.
+var noReattach = sandbox.WithReattachPolicy(sandbox.ReattachPolicy{Disabled: true})
+
+func TestRunStreamCutBeforeFinalFrameWithoutReattach(t *testing.T) {
 	t.Parallel()
 	for _, abort := range []bool{false, true} {
 		t.Run(fmt.Sprintf("abort=%v", abort), func(t *testing.T) {
@@ -54,7 +58,7 @@ func TestRunStreamCutBeforeFinalFrame(t *testing.T) {
 					w = &lineCutter{ResponseWriter: w, left: 3, abort: abort}
 				}
 				next.ServeHTTP(w, r)
-			})
+			}, noReattach)
 			sb, err := c.Create(t.Context(), sandbox.CreateParams{})
 			require.NoError(t, err)
 
@@ -131,11 +135,7 @@ func TestRunStreamErrorFrame(t *testing.T) {
 			assert.Equal(t, "cmd_x", se.CommandID)
 			assert.Equal(t, sb.SessionID(), se.SessionID)
 			assert.NotErrorIs(t, err, sandbox.ErrStreamEnded)
-			if code == "sandbox_stopped" {
-				assert.ErrorIs(t, err, sandbox.ErrGone)
-			} else {
-				assert.NotErrorIs(t, err, sandbox.ErrGone)
-			}
+			assert.ErrorIs(t, err, sandbox.ErrGone, "the session ended")
 			assert.Equal(t, "partial\n", out.String())
 			assert.Empty(t, resumeRequests(e.srv), "a stream error is never replayed")
 		})
@@ -162,7 +162,7 @@ func TestRunWrongContentType(t *testing.T) {
 	assert.Equal(t, "unexpected_content_type", se.Code)
 }
 
-func TestLogsCutWhileRunning(t *testing.T) {
+func TestLogsCutWhileRunningWithoutReattach(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.handle("job", sandboxtest.Steps{}.Stdout("one\n").Stdout("two\n").Block())
@@ -171,7 +171,7 @@ func TestLogsCutWhileRunning(t *testing.T) {
 			w = &lineCutter{ResponseWriter: w, left: 1}
 		}
 		next.ServeHTTP(w, r)
-	})
+	}, noReattach)
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{})
 	require.NoError(t, err)
 	h, err := sb.Start(t.Context(), &command.Cmd{Name: "job"})

@@ -24,6 +24,13 @@ var (
 	ErrUnknownResult = errors.New("outcome unknown")             // see OutcomeUnknownError
 	ErrStreamEnded   = errors.New("stream ended before its final frame")
 	ErrInvalidInput  = errors.New("invalid input")
+	// ErrSnapshotNotFound matches 400 (or 410) snapshot_not_found: the
+	// sandbox cannot be resumed, because nothing of it was kept (hosted
+	// Vercel answers so when a non-persistent sandbox is resumed).
+	ErrSnapshotNotFound = errors.New("sandbox cannot be resumed: its snapshot was not found")
+	// ErrExecutableNotFound matches 400 executable_not_found: the command
+	// did not start, so it has no exit code.
+	ErrExecutableNotFound = errors.New("executable not found")
 )
 
 // Error is a non-2xx answer of the API.
@@ -38,6 +45,16 @@ type Error struct {
 	SessionID   string        // session the call addressed, when known
 	RetryAfter  time.Duration // parsed Retry-After, when the server sent one
 	Attempts    int           // how many times the request was sent
+	// RateLimit is what the x-ratelimit-* headers said, when present.
+	RateLimit *RateLimit
+}
+
+// RateLimit is the rate-limit window an answer reported in its
+// x-ratelimit-limit, x-ratelimit-remaining and x-ratelimit-reset headers.
+type RateLimit struct {
+	Limit     int       // requests allowed in the window
+	Remaining int       // requests left in the window
+	Reset     time.Time // when the window resets; zero when not sent
 }
 
 // Error implements error.
@@ -86,6 +103,10 @@ func (e *Error) Is(target error) bool {
 		return e.StatusCode == http.StatusConflict
 	case ErrServer:
 		return e.StatusCode >= 500
+	case ErrSnapshotNotFound:
+		return e.Code == "snapshot_not_found"
+	case ErrExecutableNotFound:
+		return e.Code == "executable_not_found"
 	}
 	return false
 }
@@ -161,13 +182,15 @@ func (e *StreamError) Error() string {
 func (e *StreamError) Unwrap() error { return e.Err }
 
 // Is matches ErrStreamEnded for streams cut short, and ErrGone for the
-// sandbox_stopped frame.
+// frames that say the session ended: sandbox_stopped, and
+// sandbox_stream_closed, which hosted Vercel sends when the session's
+// timeout fires during a command.
 func (e *StreamError) Is(target error) bool {
 	switch target {
 	case ErrStreamEnded:
 		return e.Code == "stream_ended_early"
 	case ErrGone:
-		return e.Code == "sandbox_stopped"
+		return e.Code == "sandbox_stopped" || e.Code == "sandbox_stream_closed"
 	}
 	return false
 }

@@ -23,6 +23,39 @@ type Conn struct {
 	// connection has no current session (only commands named by their
 	// session id can be reached).
 	WithSession func(ctx context.Context, fn func(sessionID string) error) error
+	// Reattach says how a command whose stream was cut is followed again.
+	Reattach ReattachPolicy
+}
+
+// ReattachPolicy configures re-attachment to a command whose stream (the
+// attached run, its logs or a wait) ended without proving that the command
+// finished, as hosted Vercel's edge does to streams older than about six
+// minutes. The command is never run again: its logs are replayed and the
+// bytes already delivered skipped, or the wait is repeated.
+type ReattachPolicy struct {
+	// Disabled turns re-attachment off: a cut stream ends the call with
+	// an error matching ErrStreamEnded.
+	Disabled bool
+	// OnReattach, if set, is called before each re-attachment. Every
+	// re-attachment is also logged at level Info.
+	OnReattach func(ReattachEvent)
+}
+
+// ReattachEvent describes one re-attachment about to happen.
+type ReattachEvent struct {
+	SandboxName string
+	SessionID   string
+	CommandID   string
+	// Op is what was cut: "run" (an attached run), "logs" or "wait".
+	Op string
+	// Attempt counts the re-attachments of this call, 1 for the first.
+	Attempt int
+	// Delivered is how many output bytes were delivered before the cut;
+	// they are skipped when the logs are replayed.
+	Delivered int64
+	// Err is how the stream ended, or nil when it ended cleanly while the
+	// command still ran.
+	Err error
 }
 
 // SessionPath is the API path of a session.

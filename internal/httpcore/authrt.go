@@ -1,6 +1,8 @@
 package httpcore
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -27,8 +29,10 @@ func isCredentialError(err error) bool {
 
 // authTransport sets the headers every attempt needs: credentials (asked
 // for afresh, so a refreshed token is used by a retry), the team, the user
-// agent. On a 401 from a provider that can invalidate its token, it sends
-// the request once more with a new token when the body can be replayed.
+// agent. On a 401 from a provider that can invalidate its token, or a 403
+// that says invalidToken (how hosted Vercel answers an expired token), it
+// sends the request once more with a new token when the body can be
+// replayed.
 // Each call has its own authTransport, which records the tokens it sends
 // in the call's sentTokens.
 type authTransport struct {
@@ -49,8 +53,16 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	t.sent.add(tok)
 	resp, err := t.next.RoundTrip(r)
-	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+	if err != nil {
 		return resp, err
+	}
+	if resp.StatusCode == http.StatusForbidden {
+		var invalid bool
+		if resp, invalid = invalidToken(resp); !invalid {
+			return resp, nil
+		}
+	} else if resp.StatusCode != http.StatusUnauthorized {
+		return resp, nil
 	}
 	inv, ok := t.c.provider.(auth.Invalidator)
 	if !ok || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
@@ -78,6 +90,30 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	t.sent.add(tok)
 	return t.next.RoundTrip(r2)
+}
+
+// invalidToken reports whether a 403 answer says the token is invalid
+// ({"error":{…,"invalidToken":true}}). It reads at most 64 KiB of the body
+// and gives back an answer whose body reads the same as before.
+func invalidToken(resp *http.Response) (*http.Response, bool) {
+	head, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	if err != nil {
+		return resp, false
+	}
+	var body struct {
+		InvalidToken bool `json:"invalidToken"`
+		Error        struct {
+			InvalidToken bool `json:"invalidToken"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(head, &body) != nil {
+		return resp, false
+	}
+	return resp, body.InvalidToken || body.Error.InvalidToken
 }
 
 func (t *authTransport) authorize(req *http.Request) (*http.Request, string, error) {

@@ -188,3 +188,40 @@ func TestEchoedTokensAreRedacted(t *testing.T) {
 		noSecret(t, err)
 	})
 }
+
+// Hosted Vercel answers an expired token with 403 and invalidToken: true.
+// That is refreshed once, like a 401; any other 403 is the answer.
+func TestForbiddenInvalidTokenRefreshesOnce(t *testing.T) {
+	t.Parallel()
+	p := &refreshingProvider{}
+	srv, hits := newServer(t, func(w http.ResponseWriter, r *http.Request, _ int32) {
+		if r.Header.Get("Authorization") != "Bearer "+canary+"-1" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"error":{"code":"forbidden","message":"Not authorized","invalidToken":true}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	})
+	c := newClient(t, srv.URL, withProvider(p))
+	var out struct{ OK bool }
+	require.NoError(t, c.JSON(t.Context(), &Call{Method: "GET", Path: "/v2/sandboxes/s"}, &out))
+	assert.True(t, out.OK)
+	assert.EqualValues(t, 2, hits.Load())
+	assert.Equal(t, []string{canary + "-0"}, p.invalidations())
+}
+
+func TestForbiddenWithoutInvalidTokenIsTheAnswer(t *testing.T) {
+	t.Parallel()
+	p := &refreshingProvider{}
+	srv, hits := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int32) {
+		writeError(w, http.StatusForbidden, "forbidden", "not your team")
+	})
+	c := newClient(t, srv.URL, withProvider(p))
+	err := c.JSON(t.Context(), &Call{Method: "GET", Path: "/v2/sandboxes/s"}, nil)
+	assert.EqualValues(t, 1, hits.Load())
+	assert.Empty(t, p.invalidations())
+	var ae *apierr.Error
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "not your team", ae.Message, "the body still reads whole")
+}

@@ -45,7 +45,9 @@ func apiError(call *Call, resp *http.Response, attempts int, secrets []string) e
 		SessionID:   call.SessionID,
 		Attempts:    attempts,
 	}
-	if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+	now := time.Now()
+	e.RateLimit = parseRateLimit(resp.Header, now)
+	if ra, ok := retryAfter(resp, now); ok {
 		e.RetryAfter = ra
 	}
 	var body wire.ErrorBody

@@ -225,3 +225,20 @@ func TestErrorsNeverContainToken(t *testing.T) {
 		})
 	}
 }
+
+func TestRateLimitHeaders(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	resp := &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{
+		"X-Ratelimit-Limit": {"20"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1700000045"}}}
+	rl := parseRateLimit(resp.Header, now)
+	require.NotNil(t, rl)
+	assert.Equal(t, apierr.RateLimit{Limit: 20, Remaining: 0, Reset: time.Unix(1_700_000_045, 0)}, *rl)
+	wait, ok := retryAfter(resp, now)
+	assert.True(t, ok, "a 429 without Retry-After waits for the window")
+	assert.Equal(t, 45*time.Second, wait)
+	resp.StatusCode = http.StatusOK
+	_, ok = retryAfter(resp, now)
+	assert.False(t, ok, "only a 429 asks to wait for the window")
+	assert.Nil(t, parseRateLimit(http.Header{}, now))
+}

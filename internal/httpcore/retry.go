@@ -30,7 +30,10 @@ type RetryPolicy struct {
 	MaxDelay time.Duration
 	// MaxRetryAfter is the longest Retry-After the client will wait for.
 	// A 429 asking for longer is returned at once as a rate-limit error.
-	// Zero means 20 s.
+	// Zero means 20 s. Hosted Vercel limits creates per minute-long window
+	// and a 429 may ask for up to a minute: set about 70 s to wait for the
+	// window instead of failing. A 429 without Retry-After is read from
+	// its x-ratelimit-reset header.
 	MaxRetryAfter time.Duration
 	// OnRetry, if set, is called before each retry.
 	OnRetry func(RetryEvent)
@@ -149,7 +152,7 @@ func (p *retryPolicy) shouldRetry(resp *http.Response, err error) (bool, time.Du
 	// a 5xx only an idempotent one. Either waits for Retry-After, but
 	// not longer than MaxRetryAfter: then the error goes to the caller.
 	if resp.StatusCode == http.StatusTooManyRequests || (resp.StatusCode >= 500 && !unsafe) {
-		wait, _ := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		wait, _ := retryAfter(resp, time.Now())
 		if wait > p.conf.MaxRetryAfter {
 			return false, 0
 		}
@@ -199,7 +202,12 @@ func (c *Client) Pause(ctx context.Context, ev RetryEvent) error {
 		ev.Wait += ae.RetryAfter
 	}
 	announce(ctx, c.log, rp, ev)
-	t := time.NewTimer(ev.Wait)
+	return Sleep(ctx, ev.Wait)
+}
+
+// Sleep waits d, or returns ctx's cause if ctx ends first.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -253,6 +261,41 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
+// retryAfter reads how long an answer asks the client to wait: its
+// Retry-After header, or else, on a 429, the reset of its rate-limit window.
+func retryAfter(resp *http.Response, now time.Time) (time.Duration, bool) {
+	if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
+		return d, true
+	}
+	if resp.StatusCode != http.StatusTooManyRequests {
+		return 0, false
+	}
+	if rl := parseRateLimit(resp.Header, now); rl != nil && rl.Remaining == 0 && !rl.Reset.IsZero() {
+		return max(0, rl.Reset.Sub(now)), true
+	}
+	return 0, false
+}
+
+// parseRateLimit reads the x-ratelimit-* headers hosted Vercel sends on
+// every answer; nil when there are none. The reset is a Unix time in
+// seconds, or (when small) seconds from now.
+func parseRateLimit(h http.Header, now time.Time) *apierr.RateLimit {
+	limit, lerr := strconv.Atoi(strings.TrimSpace(h.Get("X-Ratelimit-Limit")))
+	remaining, rerr := strconv.Atoi(strings.TrimSpace(h.Get("X-Ratelimit-Remaining")))
+	if lerr != nil && rerr != nil {
+		return nil
+	}
+	rl := &apierr.RateLimit{Limit: limit, Remaining: remaining}
+	if reset, err := strconv.ParseInt(strings.TrimSpace(h.Get("X-Ratelimit-Reset")), 10, 64); err == nil && reset > 0 {
+		if reset < 1e9 {
+			rl.Reset = now.Add(time.Duration(reset) * time.Second)
+		} else {
+			rl.Reset = time.Unix(reset, 0)
+		}
+	}
+	return rl
+}
+
 // mayHaveActed reports whether the server may have acted on an attempt
 // that ended with resp or err: anything but a 429 or a failure before the
 // request was sent.
@@ -261,6 +304,21 @@ func mayHaveActed(resp *http.Response, err error) bool {
 		return !isDialError(err) && !isCredentialError(err) && !errors.Is(err, errInsecure)
 	}
 	return resp == nil || resp.StatusCode != http.StatusTooManyRequests
+}
+
+// Transient reports whether err, the failure of an idempotent call, is one
+// that repeating the call may mend: a transport error that Do would retry,
+// a 5xx, or an answer cut before its body was whole.
+func Transient(err error) bool {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae.StatusCode >= 500
+	}
+	var de *apierr.DecodeError
+	if errors.As(err, &de) {
+		return true
+	}
+	return isRetryableTransportError(err)
 }
 
 // isDialError reports a failure that happened before any byte of the

@@ -4,7 +4,10 @@
 // never sent as null. The public packages convert these to idiomatic Go types.
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Sandbox is the named, long-lived sandbox object.
 type Sandbox struct {
@@ -335,6 +338,9 @@ type SnapshotRequest struct {
 type PathRequest struct {
 	Path string `json:"path"`
 	Cwd  string `json:"cwd,omitempty"`
+	// Recursive makes fs/mkdir create missing parents (hosted Vercel
+	// accepts it; the official SDK does not send it).
+	Recursive bool `json:"recursive,omitempty"`
 }
 
 // Frame is one NDJSON line of a command stream: either a command line or a
@@ -369,3 +375,17 @@ const (
 	ContentGzip   = "application/gzip"
 	ContentOctet  = "application/octet-stream"
 )
+
+// MaxEnvPayload is the largest env object, as JSON, that hosted Vercel
+// accepts in a create or a command ("400 env payload too large" beyond).
+const MaxEnvPayload = 4096
+
+// EnvPayloadSize returns the size of env as the JSON object sent.
+func EnvPayloadSize(env map[string]string) int {
+	b, _ := json.Marshal(env)
+	return len(b)
+}
+
+// MinSnapshotExpiration is the shortest snapshot expiration hosted Vercel
+// accepts; zero (never) is allowed too.
+const MinSnapshotExpiration = 24 * time.Hour

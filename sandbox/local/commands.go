@@ -3,7 +3,9 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
@@ -31,6 +33,9 @@ func (s *Server) handleRunCommand(w http.ResponseWriter, r *http.Request) *apiEr
 	if req.Command == "" {
 		return badRequest("command must not be empty.")
 	}
+	if aerr := s.envTooLarge(req.Env); aerr != nil {
+		return aerr
+	}
 	if req.Timeout != nil && *req.Timeout < 100 {
 		return badRequest("timeout must be at least 100 ms.")
 	}
@@ -50,7 +55,10 @@ func (s *Server) handleRunCommand(w http.ResponseWriter, r *http.Request) *apiEr
 	if aerr != nil {
 		return aerr
 	}
-	s.startCommand(c, hostCwd)
+	if notFound := s.startCommand(c, hostCwd); notFound != nil {
+		s.unregisterCommand(c)
+		return errorf(http.StatusBadRequest, codeExecNotFound, "Executable %q was not found.", notFound.Name)
+	}
 
 	if !req.Wait {
 		writeJSON(w, http.StatusOK, wire.CommandResponse{Command: started})
@@ -103,8 +111,10 @@ func (s *Server) registerCommand(sess *sessionRec, req *wire.CommandRequest, cwd
 	return c, commandWire(c), nil
 }
 
-// startCommand hands c to the executor and watches it until it ends.
-func (s *Server) startCommand(c *commandRec, hostCwd string) {
+// startCommand hands c to the executor and watches it until it ends. A
+// command whose executable does not exist is, on hosted Vercel, no
+// command at all: it is returned for the caller to refuse.
+func (s *Server) startCommand(c *commandRec, hostCwd string) *NotFoundError {
 	sess := c.sess
 	cmd := &Cmd{
 		SandboxName: sess.sb.name,
@@ -127,10 +137,18 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) {
 	}
 	s.mu.Unlock()
 	proc, err := s.exec.Start(sess.ctx, cmd)
-	if err != nil {
+	var nf *NotFoundError
+	switch {
+	case errors.As(err, &nf) && s.hosted():
+		return nf
+	case errors.As(err, &nf):
+		_ = c.out.append(streamStderr, []byte(nf.Msg))
+		s.finishCommand(c, exitNotStarted)
+		return nil
+	case err != nil:
 		_ = c.out.append(streamStderr, []byte("local: cannot start "+c.name+": "+err.Error()+"\n"))
 		s.finishCommand(c, exitNotStarted)
-		return
+		return nil
 	}
 	s.mu.Lock()
 	c.proc = proc
@@ -166,6 +184,22 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) {
 		}
 		s.finishCommand(c, code)
 	}()
+	return nil
+}
+
+// unregisterCommand forgets c, which never started, and releases what
+// registerCommand took for it.
+func (s *Server) unregisterCommand(c *commandRec) {
+	s.mu.Lock()
+	delete(c.sess.commands, c.id)
+	if i := slices.Index(s.commands, c); i >= 0 {
+		s.commands = slices.Delete(s.commands, i, i+1)
+	}
+	s.mu.Unlock()
+	c.out.close()
+	close(c.done)
+	c.sess.ops.Done()
+	s.wg.Done()
 }
 
 // finishCommand records the exit of c, then completes its output and releases
@@ -197,13 +231,19 @@ func (s *Server) streamAttached(w http.ResponseWriter, r *http.Request, c *comma
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	nd := ndjsonWriter{w: w, rc: http.NewResponseController(w)}
+	e := s.newEdge(r)
+	defer e.stop()
 	if nd.line(wire.CommandResponse{Command: started}) != nil {
 		return
 	}
-	if logs && !s.followOutput(r.Context(), &nd, c) {
+	if (logs && !s.followOutput(e, &nd, c)) || !s.awaitCommand(e.ctx, c) || e.over() {
+		if e.over() {
+			cutConnection()
+		}
 		return
 	}
-	if !s.awaitCommand(r.Context(), c) {
+	if s.hosted() && s.endedWithSession(c) {
+		_ = nd.line(streamClosed)
 		return
 	}
 	s.mu.Lock()
@@ -233,17 +273,17 @@ func (s *Server) awaitCommand(ctx context.Context, c *commandRec) bool {
 
 // followOutput writes every output frame of c, from the first, until the
 // output is complete. It reports false when it stopped early (client gone,
-// write failure, server closing, or output no longer held, which ends the
-// stream with an error frame).
-func (s *Server) followOutput(ctx context.Context, nd *ndjsonWriter, c *commandRec) bool {
+// write failure, server closing, the edge's cut, or output no longer held,
+// which ends the stream with an error frame).
+func (s *Server) followOutput(e *edge, nd *ndjsonWriter, c *commandRec) bool {
 	if err := c.out.follow(); err != nil {
 		_ = nd.line(err.line())
 		return false
 	}
 	defer c.out.unfollow()
 	var from int64
-	for {
-		frames, next, done, err := c.out.next(ctx, s.baseCtx.Done(), from)
+	for !e.over() {
+		frames, next, done, err := c.out.next(e.ctx, s.baseCtx.Done(), from)
 		if ev, ok := err.(*evictedError); ok {
 			_ = nd.line(ev.line())
 			return false
@@ -255,12 +295,13 @@ func (s *Server) followOutput(ctx context.Context, nd *ndjsonWriter, c *commandR
 			return true
 		}
 		for _, f := range frames {
-			if nd.line(logLine{Stream: f.stream, Data: f.data}) != nil {
+			if e.over() || nd.line(s.logFrame(f)) != nil {
 				return false
 			}
 		}
 		from = next
 	}
+	return false
 }
 
 // logLine is one output line of an NDJSON stream.
@@ -302,11 +343,16 @@ func (s *Server) lookupCommand(sid, cid string) (*commandRec, *apiError) {
 	return c, nil
 }
 
-// handleGetCommand serves GET …/cmd/{cid}[?wait=true]. With wait it sends
-// the status line and headers at once and the body when the command ends.
+// handleGetCommand serves GET …/cmd/{cid}[?wait=true]. With wait, hosted
+// Vercel sends the status line and headers only when the command ends (and
+// its edge cuts the request first when that takes too long); WithFriendly
+// sends them at once and the body when the command ends.
 func (s *Server) handleGetCommand(w http.ResponseWriter, r *http.Request) *apiError {
 	sid, cid := r.PathValue("sid"), r.PathValue("cid")
 	c, aerr := s.lookupCommand(sid, cid)
+	if aerr == nil {
+		aerr = s.goneAfterStop(c)
+	}
 	if aerr != nil {
 		return aerr
 	}
@@ -314,6 +360,9 @@ func (s *Server) handleGetCommand(w http.ResponseWriter, r *http.Request) *apiEr
 		select {
 		case <-c.done:
 		default:
+			if s.hosted() {
+				return s.awaitHosted(w, r, c)
+			}
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.WriteHeader(http.StatusOK)
 			_ = http.NewResponseController(w).Flush()
@@ -358,7 +407,11 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	s.mu.Unlock()
 	if running && proc != nil {
-		if err := proc.Signal(sig); err != nil {
+		signal := proc.Signal
+		if ls, ok := proc.(LeaderSignaler); ok && s.hosted() {
+			signal = ls.SignalLeader
+		}
+		if err := signal(sig); err != nil {
 			s.log.Warn("local: signal failed", "command", cid, "signal", sig, "err", err)
 		}
 	}
@@ -370,9 +423,14 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) *apiError {
 func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) *apiError {
 	sid, cid := r.PathValue("sid"), r.PathValue("cid")
 	c, aerr := s.lookupCommand(sid, cid)
+	if aerr == nil {
+		aerr = s.goneAfterStop(c)
+	}
 	if aerr != nil {
 		return aerr
 	}
+	e := s.newEdge(r)
+	defer e.stop()
 	w.Header().Set("Content-Type", wire.ContentNDJSON)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -380,6 +438,8 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) *apiError {
 	if err := nd.rc.Flush(); err != nil {
 		return nil
 	}
-	s.followOutput(r.Context(), &nd, c)
+	if !s.followOutput(e, &nd, c) && e.over() {
+		cutConnection()
+	}
 	return nil
 }

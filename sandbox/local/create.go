@@ -166,6 +166,9 @@ func (s *Server) applyCreate(spec *sandboxSpec, req *wire.CreateRequest) *apiErr
 		}
 		spec.policy, spec.policySet = pol, true
 	}
+	if aerr := s.envTooLarge(req.Env); aerr != nil {
+		return aerr
+	}
 	if req.Env != nil {
 		spec.env = maps.Clone(req.Env)
 	}

@@ -61,6 +61,44 @@
 // would leave the sandbox's directory (in host-path mode, or through a
 // symbolic link) answers 400 bad_request, for fs/read too.
 //
+// # Hosted Vercel, not the mock
+//
+// By default the server answers as hosted Vercel does where users and
+// recordings have seen it differ from the API reference and the official
+// mock. WithFriendly turns all of this off, for tests that need the kinder
+// answers. Each behaviour, and where it was seen:
+//
+//   - Streams (an attached run, a log stream, a wait) are cut without
+//     their final frame after DefaultStreamCut (6 minutes; WithStreamCut),
+//     measured on the server's clock, so an injected clock scales it
+//     (vercel-labs/agent-eval#115: 28 runs cut between 363 and 428 s).
+//   - A wait (GET …/cmd/{cid}?wait=true) sends its headers only when the
+//     command ends (vercel/sandbox#172).
+//   - A command whose session ends (stop, timeout) ends its attached stream
+//     with the error frame sandbox_stream_closed, not a final frame, and
+//     its wait answers 410 (remotion-dev/remotion#7231).
+//   - Commands of a stopped session, and their logs, answer 410
+//     (vercel/sandbox#338).
+//   - Log frames are written data first: {"data":…,"stream":…}.
+//   - Resuming a non-persistent sandbox answers 400 snapshot_not_found
+//     (recorded in arugula-salad/wisp, docs/providers/vercel.md).
+//   - Kill signals the command's process only, not its process group, when
+//     the Process is a LeaderSignaler (wisp, vercel-differences.md).
+//   - A missing executable is refused with 400 executable_not_found, with
+//     no command and no exit code, when the Executor reports a
+//     NotFoundError (vercel/vercel-py's live tests).
+//   - mkdir failures answer 400 file_error, and fs/mkdir accepts
+//     recursive: true.
+//   - Every answer carries x-ratelimit-limit, -remaining and -reset;
+//     WithCreateRateLimit limits creates per window as hosted Vercel does
+//     (20 a window).
+//   - The longest session timeout is 24 hours (WithMaxTimeout).
+//   - A JWT bearer token whose exp has passed (on the server's clock)
+//     answers 403 with invalidToken: true, not 401 (vercel/sandbox#192,
+//     #247).
+//   - An env object above 4 KB as JSON answers 400 "env payload too
+//     large", on create and on a command.
+//
 // # What it does not emulate
 //
 //   - A microVM: commands run wherever the Executor runs them. The hostexec
@@ -88,9 +126,14 @@
 //     get routes on vercel.run that lead nowhere.
 //   - Sources: git and tarball sources are accepted but the sandbox starts
 //     empty.
-//   - Regions and failover, plans, billing, rate limits and concurrency
-//     limits (inject a Fault to see a 429); the only quota is the disk
-//     quota of WithDiskQuota.
+//   - Regions and failover, plans, billing, and rate and concurrency
+//     limits other than the create limit (inject a Fault to see a 429);
+//     the only quota is the disk quota of WithDiskQuota.
+//   - Of hosted Vercel's differences: the logs that race cleanup just
+//     after a command ends (404), a fresh token briefly refused, a
+//     snapshot answered 201 while still snapshotting, the /vercel working
+//     directory of image sandboxes, and a persistent stop that returns
+//     while still stopping.
 //   - Drive contents: drives are records (get-or-create, get, list,
 //     delete; a drive mounted read-write by a running sandbox is not
 //     deleted, answering 409 drive_in_use, a code of this server), and

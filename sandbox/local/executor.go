@@ -59,6 +59,27 @@ type Process interface {
 	Wait() (exitCode int, err error)
 }
 
+// NotFoundError is what an Executor's Start returns for a command whose
+// executable does not exist. Hosted Vercel refuses such a command with
+// 400 executable_not_found (no command, no exit code); a server made
+// WithFriendly runs it as a shell would: Msg on stderr, exit code 127.
+type NotFoundError struct {
+	Name string
+	Msg  string // the shell's message, ending with a newline
+}
+
+// Error implements error.
+func (e *NotFoundError) Error() string { return "executable not found: " + e.Name }
+
+// LeaderSignaler is a Process that can signal the command's own process
+// alone, without the processes it started. Hosted Vercel's kill does that
+// (a sh -c pipeline can outlive a SIGTERM), so a server in its default
+// mode signals a kill request this way when the Process allows it;
+// session ends and timeouts still use Signal.
+type LeaderSignaler interface {
+	SignalLeader(sig int) error
+}
+
 // noExecutor is the executor of a server given none: no command starts.
 type noExecutor struct{}
 

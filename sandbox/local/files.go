@@ -81,7 +81,7 @@ func (s *Server) handleWriteFiles(w http.ResponseWriter, r *http.Request) *apiEr
 // handleReadFile serves POST …/fs/read.
 func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) *apiError {
 	sid := r.PathValue("sid")
-	sess, rel, abs, done, aerr := s.pathRequest(r, sid)
+	sess, _, rel, abs, done, aerr := s.pathRequest(r, sid)
 	if aerr != nil {
 		return aerr
 	}
@@ -138,7 +138,7 @@ func openInSandbox(dir, rel string) (*os.File, fs.FileInfo, error) {
 // handleMkdir serves POST …/fs/mkdir: one directory, not recursive.
 func (s *Server) handleMkdir(w http.ResponseWriter, r *http.Request) *apiError {
 	sid := r.PathValue("sid")
-	sess, rel, abs, done, aerr := s.pathRequest(r, sid)
+	sess, req, rel, abs, done, aerr := s.pathRequest(r, sid)
 	if aerr != nil {
 		return aerr
 	}
@@ -148,14 +148,23 @@ func (s *Server) handleMkdir(w http.ResponseWriter, r *http.Request) *apiError {
 		return badRequest("cannot open the sandbox filesystem: %v", err)
 	}
 	defer root.Close()
-	if err := root.Mkdir(rel, 0o755); err != nil {
+	mkdir := root.Mkdir
+	if req.Recursive {
+		mkdir = root.MkdirAll
+	}
+	if err := mkdir(rel, 0o755); err != nil {
+		// Hosted Vercel answers 400 file_error; the mock bad_request.
+		code := codeBadRequest
+		if s.hosted() {
+			code = codeFileError
+		}
 		switch {
 		case errors.Is(err, fs.ErrExist):
-			return badRequest("%s already exists.", abs)
+			return errorf(http.StatusBadRequest, code, "%s already exists.", abs)
 		case errors.Is(err, fs.ErrNotExist):
-			return badRequest("The parent directory of %s does not exist.", abs)
+			return errorf(http.StatusBadRequest, code, "The parent directory of %s does not exist.", abs)
 		}
-		return badRequest("cannot create %s: %v", abs, err)
+		return errorf(http.StatusBadRequest, code, "cannot create %s: %v", abs, err)
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
 	return nil
@@ -180,27 +189,26 @@ func (s *Server) requestPath(sess *sessionRec, req wire.PathRequest) (rel, abs s
 // pathRequest decodes the {path, cwd} body of fs/read and fs/mkdir and
 // resolves it in the session's sandbox. On success the caller must call
 // done when its file operation no longer needs to hold off a stop.
-func (s *Server) pathRequest(r *http.Request, sid string) (sess *sessionRec, rel, abs string, done func(), aerr *apiError) {
+func (s *Server) pathRequest(r *http.Request, sid string) (sess *sessionRec, req wire.PathRequest, rel, abs string, done func(), aerr *apiError) {
 	sess, aerr = s.lookupSession(sid, true)
 	if aerr != nil {
-		return nil, "", "", nil, aerr
+		return nil, req, "", "", nil, aerr
 	}
-	var req wire.PathRequest
 	if aerr := decodeBody(r, &req); aerr != nil {
-		return nil, "", "", nil, aerr
+		return nil, req, "", "", nil, aerr
 	}
 	if req.Path == "" {
-		return nil, "", "", nil, badRequest("path must not be empty.")
+		return nil, req, "", "", nil, badRequest("path must not be empty.")
 	}
 	rel, abs, aerr = s.requestPath(sess, req)
 	if aerr != nil {
-		return nil, "", "", nil, aerr
+		return nil, req, "", "", nil, aerr
 	}
 	done, aerr = s.beginFileOp(sess)
 	if aerr != nil {
-		return nil, "", "", nil, aerr
+		return nil, req, "", "", nil, aerr
 	}
-	return sess, rel, abs, done, nil
+	return sess, req, rel, abs, done, nil
 }
 
 // uploadContext returns the context of an upload into sess: it ends with

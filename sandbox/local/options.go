@@ -28,6 +28,10 @@ type config struct {
 	seed         *uint64
 	middleware   []Middleware
 	mounts       []mount
+	friendly     bool
+	streamCut    time.Duration
+	createLimit  int
+	createWindow time.Duration
 }
 
 // A Middleware wraps the route table of a server: it sees each API request
@@ -100,7 +104,8 @@ func WithHostPaths(on bool) Option { return func(c *config) { c.hostPaths = on }
 func WithStopDelay(d time.Duration) Option { return func(c *config) { c.stopDelay = d } }
 
 // WithMaxTimeout sets the longest session timeout; extending past it
-// answers 400 sandbox_timeout_invalid. The default is 5 hours.
+// answers 400 sandbox_timeout_invalid. The default is 24 hours, as on
+// hosted Vercel (5 hours with WithFriendly, as the API reference says).
 func WithMaxTimeout(d time.Duration) Option { return func(c *config) { c.maxTimeout = d } }
 
 // WithOutputLimit bounds the output kept per command for replay through the

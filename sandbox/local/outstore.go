@@ -123,12 +123,6 @@ func (e *evictedError) Error() string {
 	return fmt.Sprintf("local: the first %d frames of this command's output were evicted to keep the server within its output budget (see local.WithOutputLimit and local.WithOutputBudget)", e.frames)
 }
 
-// errorLine is the error frame that ends a stream.
-type errorLine struct {
-	Stream string               `json:"stream"`
-	Data   wire.StreamErrorData `json:"data"`
-}
-
 func (e *evictedError) line() errorLine {
 	return errorLine{Stream: "error", Data: wire.StreamErrorData{Code: outputEvicted, Message: e.Error()}}
 }

@@ -19,6 +19,7 @@ import (
 // Error codes the server answers with.
 const (
 	codeBadRequest     = "bad_request"
+	codeFileError      = "file_error"
 	codeNotFound       = "not_found"
 	codeForbidden      = "forbidden"
 	codeStopped        = "sandbox_stopped"
@@ -28,6 +29,8 @@ const (
 	codeTimeoutInvalid = "sandbox_timeout_invalid"
 	codeMethod         = "method_not_allowed"
 	codeUnavailable    = "service_unavailable"
+	codeRateLimited    = "rate_limited"
+	codeExecNotFound   = "executable_not_found"
 )
 
 // maxJSONBody bounds a JSON request body. Real bodies are tiny.

@@ -52,6 +52,7 @@ type Server struct {
 	routed     http.Handler   // mux behind the middleware
 	mounts     []mountedHandler
 	tty        ttyTickets // tickets of interactive sessions
+	limiter    rateLimiter
 
 	mu        sync.Mutex
 	closed    bool
@@ -70,9 +71,15 @@ type Server struct {
 // New returns a server that is not listening yet: call Serve, or mount
 // Handler in a server of your own. Call Close when done.
 func New(opts ...Option) (*Server, error) {
-	cfg := config{maxTimeout: 5 * time.Hour, outputLimit: defaultOutputLimit, outputBudget: defaultOutputBudget}
+	cfg := config{outputLimit: defaultOutputLimit, outputBudget: defaultOutputBudget}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.maxTimeout == 0 {
+		cfg.maxTimeout = hostedMaxTimeout
+		if cfg.friendly {
+			cfg.maxTimeout = 5 * time.Hour
+		}
 	}
 	s := &Server{
 		cfg:       cfg,
@@ -309,6 +316,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	entry := s.reqs.record(r, s.now())
 	rw := &statusWriter{ResponseWriter: w, entry: entry}
 	rw.Header().Set("X-Vercel-Id", s.ids.requestID(defaultRegion, s.nowMs()))
+	creates := r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/sandboxes") || strings.HasSuffix(r.URL.Path, "/fork"))
+	if !s.rateHeaders(rw.Header(), creates) {
+		writeError(rw, errorf(http.StatusTooManyRequests, codeRateLimited, "Too many sandboxes created; try again later."))
+		return
+	}
 	s.log.Debug("local: request", "method", r.Method, "path", r.URL.Path)
 
 	if aerr := s.authorize(r); aerr != nil {
@@ -393,6 +405,9 @@ func (s *Server) authorizeToken(r *http.Request) *apiError {
 	if s.cfg.token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.token)) != 1 {
 		return &apiError{status: http.StatusForbidden, code: codeForbidden,
 			message: "Not authorized", extra: map[string]any{"invalidToken": true}}
+	}
+	if jwtExpired(tok, s.now()) {
+		return s.expiredToken()
 	}
 	return nil
 }

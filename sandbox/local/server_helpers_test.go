@@ -151,7 +151,17 @@ type harness struct {
 	hc   *http.Client
 }
 
+// The harness checks the wire of the friendly mode, frame by frame; the
+// hosted differences have tests of their own (hosted_test.go), built with
+// newHostedHarness.
 func newHarness(t *testing.T, opts ...local.Option) *harness {
+	t.Helper()
+	return newHostedHarness(t, append([]local.Option{local.WithFriendly()}, opts...)...)
+}
+
+// newHostedHarness is newHarness with the server in its default mode,
+// which answers as hosted Vercel does.
+func newHostedHarness(t *testing.T, opts ...local.Option) *harness {
 	t.Helper()
 	exec := newFakeExec()
 	opts = append([]local.Option{local.WithExecutor(exec)}, opts...)

@@ -272,7 +272,7 @@ func TestStopAndExpireHelpers(t *testing.T) {
 func TestServeAndClose(t *testing.T) {
 	t.Parallel()
 	exec := newFakeExec()
-	srv, err := local.New(local.WithExecutor(exec))
+	srv, err := local.New(local.WithExecutor(exec), local.WithFriendly())
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -208,6 +208,13 @@ func (s *Server) sleep(d time.Duration) {
 // killSession ends the session's context and sends SIGKILL to every
 // command that is still running.
 func (s *Server) killSession(sess *sessionRec) {
+	s.mu.Lock()
+	for _, c := range sess.commands {
+		if c.exitCode == nil {
+			c.sessionEnded = true
+		}
+	}
+	s.mu.Unlock()
 	running := s.runningCommands(sess)
 	sess.cancel()
 	for _, c := range running {
@@ -256,6 +263,11 @@ func (s *Server) resume(sb *sandboxRec) (sandboxReply, *apiError) {
 		reply := s.replyLocked(sb, sb.current, false)
 		s.mu.Unlock()
 		return reply, nil
+	}
+	if !sb.persistent && s.hosted() {
+		// Hosted Vercel keeps nothing of a non-persistent sandbox.
+		s.mu.Unlock()
+		return sandboxReply{}, errorf(http.StatusBadRequest, codeSnapNotFound, "Sandbox %s is not persistent and cannot be resumed.", sb.name)
 	}
 	var restore *snapshotRec
 	source := ""

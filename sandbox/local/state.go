@@ -141,6 +141,8 @@ type commandRec struct {
 	durationMs *int64
 	signals    []int
 	timedOut   bool
+	// sessionEnded: the command was still running when its session ended.
+	sessionEnded bool
 
 	out  *outputLog    // internally synchronised
 	done chan struct{} // closed once exitCode is set

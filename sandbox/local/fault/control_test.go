@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-go/vercel-sandbox/sandbox/local"
-	"github.com/sbx-go/vercel-sandbox/sandbox/local/fault"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/fault"
 )
 
 func TestControlEndpoint(t *testing.T) {

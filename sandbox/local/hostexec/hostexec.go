@@ -172,6 +172,9 @@ func (e *Executor) prepare(ctx context.Context, cmd *local.Cmd) (localStart, *pr
 	}
 	env := e.environ(cmd, dir)
 	path, code, msg := shellexec.LookPath(cmd.Name, env["PATH"], dir)
+	if code == shellexec.NotFound {
+		return localStart{}, nil, &local.NotFoundError{Name: cmd.Name, Msg: msg}
+	}
 	if code != 0 {
 		return localStart{}, &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
 	}

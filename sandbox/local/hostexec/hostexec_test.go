@@ -290,18 +290,21 @@ func TestExecutor(t *testing.T) {
 
 	t.Run("missing and unexecutable commands", func(t *testing.T) {
 		t.Parallel()
-		_, errOut, code := exectest.Run(t, e, localCmd(t, "no-such-command-sbx"))
-		assert.Equal(t, 127, code)
-		assert.Equal(t, "no-such-command-sbx: command not found\n", errOut)
+		// A missing executable does not start: the server answers
+		// executable_not_found, or (friendly) exit code 127 with Msg.
+		_, err := e.Start(context.Background(), localCmd(t, "no-such-command-sbx"))
+		var nf *local.NotFoundError
+		require.ErrorAs(t, err, &nf)
+		assert.Equal(t, "no-such-command-sbx: command not found\n", nf.Msg)
 
-		_, errOut, code = exectest.Run(t, e, localCmd(t, "./missing.sh"))
-		assert.Equal(t, 127, code)
-		assert.Contains(t, errOut, "./missing.sh: No such file or directory")
+		_, err = e.Start(context.Background(), localCmd(t, "./missing.sh"))
+		require.ErrorAs(t, err, &nf)
+		assert.Contains(t, nf.Msg, "./missing.sh: No such file or directory")
 
 		c := localCmd(t, "./data.txt")
 		require.NoError(t, os.MkdirAll(c.HostCwd, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(c.HostCwd, "data.txt"), []byte("x"), 0o644))
-		_, errOut, code = exectest.Run(t, e, c)
+		_, errOut, code := exectest.Run(t, e, c)
 		assert.Equal(t, 126, code)
 		assert.Contains(t, errOut, "Permission denied")
 	})

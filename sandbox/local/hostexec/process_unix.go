@@ -140,7 +140,14 @@ func watch(ctx context.Context, c *exec.Cmd, mark string, waitDelay time.Duratio
 }
 
 // Signal implements Process: it sends sig to the whole process group.
-func (p *localProcess) Signal(sig int) error {
+func (p *localProcess) Signal(sig int) error { return p.kill(-p.pgid, sig) }
+
+// SignalLeader implements local.LeaderSignaler: the command's process
+// alone, not the processes it started (its group leader is its pid).
+func (p *localProcess) SignalLeader(sig int) error { return p.kill(p.pgid, sig) }
+
+// kill sends sig to pid (a negative pid names a process group).
+func (p *localProcess) kill(pid, sig int) error {
 	if sig < 0 {
 		return fmt.Errorf("hostexec: invalid signal %d", sig)
 	}
@@ -149,9 +156,9 @@ func (p *localProcess) Signal(sig int) error {
 	if p.ended {
 		return nil
 	}
-	err := syscall.Kill(-p.pgid, syscall.Signal(sig))
-	if sig == int(syscall.SIGKILL) {
-		sweep(p.mark)
+	err := syscall.Kill(pid, syscall.Signal(sig))
+	if sig == int(syscall.SIGKILL) && pid < 0 {
+		sweep(p.mark) // what left the group, daemons included
 	}
 	if errors.Is(err, syscall.ESRCH) {
 		return nil // the group is gone: the process has finished

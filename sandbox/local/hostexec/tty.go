@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/sbx-go/vercel-sandbox/internal/procio"
+	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 )
 
@@ -19,6 +21,12 @@ func (e *Executor) StartTTY(ctx context.Context, cmd *local.Cmd, rows, cols int)
 	one := *cmd
 	one.Stderr = cmd.Stdout // a terminal has one stream, messages included
 	s, exited, err := e.prepare(ctx, &one)
+	var nf *local.NotFoundError
+	if errors.As(err, &nf) {
+		// A terminal shows what a shell would, whatever the API's mode.
+		_, stderr := procio.Writers(one.Stdout, one.Stderr)
+		return ttyExited{&procio.Exited{Code: shellexec.NotFound, Msg: nf.Msg, Stderr: stderr}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

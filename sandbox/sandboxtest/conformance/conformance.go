@@ -37,13 +37,14 @@ const (
 	ScenarioUsers        = "users"         // CreateUser, AsUser, CreateGroup, membership
 	ScenarioDrives       = "drives"        // get-or-create, get, list, delete
 	ScenarioSnapshotTree = "snapshot-tree" // lineage; a deleted snapshot stays readable
+	ScenarioHosted       = "hosted"        // hosted Vercel's own answers; see runHosted
 )
 
 // Scenarios returns the names of the conformance scenarios in
 // the order they run.
 func Scenarios() []string {
 	return []string{ScenarioLifecycle, ScenarioAttached, ScenarioDetached, ScenarioFiles, ScenarioResume, ScenarioErrors,
-		ScenarioFilesystem, ScenarioUsers, ScenarioDrives, ScenarioSnapshotTree}
+		ScenarioFilesystem, ScenarioUsers, ScenarioDrives, ScenarioSnapshotTree, ScenarioHosted}
 }
 
 // DefaultPrefix starts the name of every sandbox the
@@ -152,6 +153,7 @@ func Run(t *testing.T, newClient func(t *testing.T) *sandbox.Client, opts ...Opt
 		ScenarioUsers:        c.runUsers,
 		ScenarioDrives:       c.runDrives,
 		ScenarioSnapshotTree: c.runSnapshotTree,
+		ScenarioHosted:       c.runHosted,
 	}
 	for _, name := range Scenarios() {
 		t.Run(name, func(t *testing.T) {
@@ -172,6 +174,17 @@ func (c *conformance) name(scenario string) string { return c.prefix + "-" + sce
 // earlier run first, and deletes it when the scenario ends.
 func (c *conformance) newSandbox(t *testing.T, ctx context.Context, scenario string, persistent bool) *sandbox.Sandbox {
 	t.Helper()
+	return c.newSandboxWith(t, ctx, scenario, func(p *sandbox.CreateParams) {
+		if persistent {
+			p.Persistent = &persistent
+		}
+	})
+}
+
+// newSandboxWith is newSandbox with the parameters adjusted by adjust
+// (before the caller's CreateParams option).
+func (c *conformance) newSandboxWith(t *testing.T, ctx context.Context, scenario string, adjust func(*sandbox.CreateParams)) *sandbox.Sandbox {
+	t.Helper()
 	name := c.name(scenario)
 	if err := c.client.Delete(ctx, name); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("deleting a leftover sandbox %s: %v", name, err)
@@ -181,10 +194,7 @@ func (c *conformance) newSandbox(t *testing.T, ctx context.Context, scenario str
 		Timeout: 10 * time.Minute,
 		Tags:    map[string]string{"sandboxtest": "conformance", "scenario": scenario},
 	}
-	if persistent {
-		persistent := true
-		p.Persistent = &persistent
-	}
+	adjust(&p)
 	if c.create != nil {
 		c.create(&p)
 	}

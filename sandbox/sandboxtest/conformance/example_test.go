@@ -31,5 +31,5 @@ func ExampleRun() {
 
 func ExampleScenarios() {
 	fmt.Println(conformance.Scenarios())
-	// Output: [lifecycle attached detached files resume errors filesystem users drives snapshot-tree]
+	// Output: [lifecycle attached detached files resume errors filesystem users drives snapshot-tree hosted]
 }

@@ -1,0 +1,260 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/cmdstream"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
+	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+)
+
+// Hosted Vercel's edge cuts any stream after about six minutes, and a
+// command may run for hours. So a stream that ends without proving that
+// its command finished is followed again, never by running the command
+// again: the logs endpoint replays the output from the start, and the
+// bytes already delivered (counted per stream) are skipped, so each byte
+// reaches the caller exactly once. A wait is simply repeated. Following
+// ends only on the command's exit, on the session's end (410, or an error
+// frame such as sandbox_stream_closed: errors matching ErrGone), on an
+// answer that no repetition mends, or on ctx. Re-attachments that bring
+// nothing new back off, so a server that keeps cutting is not hammered.
+
+type (
+	// ReattachPolicy configures re-attachment to a command whose stream
+	// was cut; see sandbox.WithReattachPolicy.
+	ReattachPolicy = conn.ReattachPolicy
+	// ReattachEvent describes one re-attachment about to happen.
+	ReattachEvent = conn.ReattachEvent
+)
+
+// errStop ends a follow whose consumer wants nothing more.
+var errStop = errors.New("consumer stopped")
+
+// delivered counts the output bytes a caller has received, per stream.
+type delivered [2]int64
+
+func (d *delivered) total() int64 { return d[0] + d[1] }
+
+// follower follows one command's output through the logs endpoint.
+type follower struct {
+	c   *conn.Conn
+	ref Ref
+	op  string
+	// emit receives each new chunk; an error ends the follow with it.
+	emit func(k cmdstream.Kind, data []byte) error
+	// track, if set, is given each log body as it opens, so that an
+	// inactivity timer can close it.
+	track func(io.Closer)
+	// known is the command's state when it is already known to be done;
+	// then a clean end of the logs needs no further request.
+	known *Info
+	sent  delivered
+}
+
+// run follows the logs until the command has finished and returns its
+// final state. attempt is the number of re-attachments made before (1
+// when an attached run's stream was cut), cause how the last stream ended.
+func (f *follower) run(ctx context.Context, attempt int, cause error) (Info, error) {
+	idle := 0 // consecutive re-attachments that brought nothing new
+	for {
+		if attempt > 0 {
+			if err := f.announce(ctx, attempt, idle, cause); err != nil {
+				return Info{}, err
+			}
+		}
+		before := f.sent.total()
+		err := f.stream(ctx)
+		switch {
+		case err == nil:
+			if f.known != nil && f.known.Done() {
+				return *f.known, nil
+			}
+			info, ierr := f.ended(ctx)
+			if ierr != nil {
+				return Info{}, ierr
+			}
+			if info.Done() {
+				return info, nil
+			}
+			cause = nil // ended cleanly while the command runs
+		case errors.Is(err, errStop):
+			return Info{}, err
+		case ctx.Err() != nil:
+			return Info{}, context.Cause(ctx)
+		case !isCut(err):
+			return Info{}, err
+		default:
+			cause = err
+		}
+		if f.c.Reattach.Disabled {
+			if cause != nil {
+				return Info{}, cause
+			}
+			return Info{}, cmdstream.EndedEarly(f.ref.SessionID, f.ref.CommandID, "while the command was still running")
+		}
+		if f.sent.total() == before {
+			idle++
+		} else {
+			idle = 0
+		}
+		attempt++
+	}
+}
+
+// endGrace is how long a follower waits, after a log stream ended cleanly,
+// for the command to be reported finished before it calls the stream cut:
+// a server may close the stream a moment before it records the exit.
+const endGrace = 2 * time.Second
+
+// ended returns the command's state after a log stream ended cleanly.
+func (f *follower) ended(ctx context.Context) (Info, error) {
+	info, err := fetchInfo(ctx, f.c.Core, f.ref, false)
+	if err != nil || info.Done() {
+		return info, err
+	}
+	gctx, cancel := context.WithTimeout(ctx, endGrace)
+	defer cancel()
+	info, err = fetchInfo(gctx, f.c.Core, f.ref, true)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return Info{}, nil // still running after the grace
+	}
+	return info, err
+}
+
+// stream reads one log stream to its end, passing on the bytes not yet
+// delivered. A clean end gives nil.
+func (f *follower) stream(ctx context.Context) error {
+	body, err := openLogs(ctx, f.c.Core, f.ref)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	if f.track != nil {
+		f.track(body)
+	}
+	var seen delivered
+	dec := cmdstream.NewDecoder(body, f.ref.SessionID, f.ref.CommandID)
+	for {
+		fr, err := dec.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		i := 0
+		switch fr.Kind {
+		case cmdstream.KindStdout:
+		case cmdstream.KindStderr:
+			i = 1
+		default:
+			return &apierr.StreamError{Code: "malformed_frame", Message: "command line in a log stream",
+				SessionID: f.ref.SessionID, CommandID: f.ref.CommandID}
+		}
+		data := fr.Data
+		// Skip what an earlier stream delivered already.
+		if skip := f.sent[i] - seen[i]; skip > 0 {
+			n := min(skip, int64(len(data)))
+			data = data[n:]
+			seen[i] += n
+		}
+		if len(data) == 0 {
+			continue
+		}
+		seen[i] += int64(len(data))
+		f.sent[i] += int64(len(data))
+		if err := f.emit(fr.Kind, data); err != nil {
+			return err
+		}
+	}
+}
+
+// announce logs a re-attachment, reports it to the hook and, after
+// re-attachments that brought nothing new, waits a backoff.
+func (f *follower) announce(ctx context.Context, attempt, idle int, cause error) error {
+	ev := ReattachEvent{SandboxName: f.ref.SandboxName, SessionID: f.ref.SessionID, CommandID: f.ref.CommandID,
+		Op: f.op, Attempt: attempt, Delivered: f.sent.total(), Err: cause}
+	return reattach(ctx, f.c, ev, idle)
+}
+
+// reattach makes a re-attachment visible (log and hook) and waits before
+// it when idle re-attachments in a row brought nothing new.
+func reattach(ctx context.Context, c *conn.Conn, ev ReattachEvent, idle int) error {
+	c.Core.Logger().LogAttrs(ctx, slog.LevelInfo, "vercel sandbox: re-attaching to command",
+		slog.String("op", ev.Op), slog.String("session", ev.SessionID), slog.String("command", ev.CommandID),
+		slog.Int("attempt", ev.Attempt), slog.Int64("delivered", ev.Delivered), slog.Any("cause", ev.Err))
+	if c.Reattach.OnReattach != nil {
+		c.Reattach.OnReattach(ev)
+	}
+	if idle == 0 {
+		return nil
+	}
+	return httpcore.Sleep(ctx, httpcore.Backoff(200*time.Millisecond, 10*time.Second, idle-1))
+}
+
+// isCut reports whether a stream ended in a way that following it again
+// may mend: a read error or a transient failure to open it, not an error
+// frame, a malformed line, a refusal or the caller's writer.
+func isCut(err error) bool {
+	var se *apierr.StreamError
+	if errors.As(err, &se) {
+		return se.Code == "stream_ended_early"
+	}
+	if errors.Is(err, errStop) {
+		return false
+	}
+	var we *writeError
+	if errors.As(err, &we) {
+		return false
+	}
+	return httpcore.Transient(err)
+}
+
+// writeError is a failure of the caller's writer, which ends a run.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
+
+// wait blocks until the command has finished, repeating the wait while it
+// is cut. Hosted Vercel sends the headers of a wait only when the command
+// ends, so a response-header timeout of the caller's transport is one more
+// cut here, not a failure.
+func wait(ctx context.Context, c *conn.Conn, ref Ref) (Info, error) {
+	idle := 0
+	for attempt := 0; ; attempt++ {
+		began := time.Now()
+		info, err := fetchInfo(ctx, c.Core, ref, true)
+		if err == nil && info.Done() {
+			return info, nil
+		}
+		if ctx.Err() != nil {
+			return Info{}, context.Cause(ctx)
+		}
+		if err != nil && !httpcore.Transient(err) {
+			return Info{}, err
+		}
+		if c.Reattach.Disabled {
+			if err != nil {
+				return Info{}, err
+			}
+			return Info{}, cmdstream.EndedEarly(ref.SessionID, ref.CommandID, "before the command finished (wait answered without an exit code)")
+		}
+		// A wait that was cut at once backs off; one that lasted is fine.
+		if time.Since(began) < time.Second {
+			idle++
+		} else {
+			idle = 0
+		}
+		ev := ReattachEvent{SandboxName: ref.SandboxName, SessionID: ref.SessionID, CommandID: ref.CommandID,
+			Op: "wait", Attempt: attempt + 1, Err: err}
+		if err := reattach(ctx, c, ev, idle); err != nil {
+			return Info{}, err
+		}
+	}
+}

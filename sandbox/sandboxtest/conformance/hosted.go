@@ -1,0 +1,76 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+)
+
+// runHosted checks the answers hosted Vercel gives where the API reference
+// and the official mock say otherwise, and what the client makes of them:
+// recursive mkdir and file_error, executable_not_found, limits checked
+// before any request, 410 for the commands of a stopped session, and a
+// non-persistent sandbox that cannot be resumed but is created again.
+// Streams cut by the edge take six minutes each; the tests of package
+// sandbox cover them on the local server's clock.
+func (c *conformance) runHosted(t *testing.T, ctx context.Context) {
+	name := c.name(ScenarioHosted)
+	fleeting := false
+	sb := c.newSandboxWith(t, ctx, ScenarioHosted, func(p *sandbox.CreateParams) { p.Persistent = &fleeting })
+
+	if err := sb.MkDirAll(ctx, "conf-hosted/a/b"); err != nil {
+		t.Fatalf("MkDirAll: %v", err)
+	}
+	if err := sb.MkDirAll(ctx, "conf-hosted/a/b"); err != nil {
+		t.Errorf("MkDirAll of an existing directory: %v", err)
+	}
+	if err := sb.MkDir(ctx, "conf-hosted/a"); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("MkDir of an existing directory: got %v, want fs.ErrExist", err)
+	}
+	if err := sb.MkDir(ctx, "conf-hosted/missing/x"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("MkDir under a missing parent: got %v, want fs.ErrNotExist", err)
+	}
+
+	res, err := sb.Run(ctx, &command.Cmd{Name: "no-such-executable-conformance"})
+	if !errors.Is(err, sandbox.ErrExecutableNotFound) || res != nil {
+		t.Errorf("missing executable: got %v, %v; want ErrExecutableNotFound and no result", res, err)
+	}
+	big := map[string]string{"BIG": strings.Repeat("x", 5000)}
+	if _, err := sb.Run(ctx, &command.Cmd{Name: "true", Env: big}); !errors.Is(err, sandbox.ErrInvalidInput) {
+		t.Errorf("env above 4 KB: got %v, want ErrInvalidInput before any request", err)
+	}
+
+	h, err := sb.Start(ctx, sh("printf done"))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if _, err := h.Wait(ctx); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	if out, _, err := h.Output(ctx); err != nil || string(out) != "done" {
+		t.Errorf("Output: %q, %v", out, err)
+	}
+	if _, err := sb.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if _, err := h.Wait(ctx); !errors.Is(err, sandbox.ErrGone) {
+		t.Errorf("Wait on a command of a stopped session: got %v, want ErrGone", err)
+	}
+
+	if _, err := c.client.Resume(ctx, name); !errors.Is(err, sandbox.ErrSnapshotNotFound) {
+		t.Errorf("resuming a non-persistent sandbox: got %v, want ErrSnapshotNotFound", err)
+	}
+	again, err := c.client.GetOrCreate(ctx, sandbox.CreateParams{Name: name, Persistent: &fleeting,
+		Tags: map[string]string{"sandboxtest": "conformance", "scenario": ScenarioHosted}})
+	if err != nil {
+		t.Fatalf("GetOrCreate after snapshot_not_found: %v", err)
+	}
+	if again.Session().Status != sandbox.StatusRunning {
+		t.Errorf("GetOrCreate: session %s, want running", again.Session().Status)
+	}
+}

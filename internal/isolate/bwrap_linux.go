@@ -49,6 +49,10 @@ type Options struct {
 	// Stdout and Stderr receive the command's output (and bwrap's own
 	// messages when the sandbox cannot be set up).
 	Stdout, Stderr *os.File
+	// TTY, when not nil, is the slave side of a terminal for the command:
+	// its standard input, output and error, and its controlling terminal
+	// (Stdout and Stderr are not used). See onTerminal.
+	TTY *os.File
 }
 
 // Process is a running sandbox.
@@ -115,7 +119,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	defer info.Close()
 	defer block.Close()
 
-	argv := append([]string{e.path}, e.args(spec, files)...)
+	argv := o.sessionArgs(append([]string{e.path}, e.args(spec, files)...))
 	var c *exec.Cmd
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -132,6 +136,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 				Pdeathsig: syscall.SIGKILL,
 			},
 		}
+		o.onTerminal(c)
 		err = c.Start()
 		// EAGAIN: the host is short of processes for a moment (another
 		// sandbox's fork bomb at its limit, say); that passes.
@@ -226,7 +231,8 @@ func (p *Process) Signal(sig syscall.Signal) error {
 		if pid <= 0 {
 			continue
 		}
-		// The command leads its own session and process group.
+		// The command leads its own session and process group (on a
+		// terminal, it leads a group only if it made one: a shell does).
 		if err := syscall.Kill(-pid, sig); errors.Is(err, syscall.ESRCH) {
 			_ = syscall.Kill(pid, sig)
 		}

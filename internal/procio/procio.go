@@ -6,6 +6,7 @@
 package procio
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -120,3 +121,17 @@ func (p *Exited) Wait() (int, error) {
 	}
 	return p.Code, nil
 }
+
+// ErrTTYEnded is what input to a terminal whose command has ended, or
+// never started, gets.
+var ErrTTYEnded = errors.New("the command has ended")
+
+// NoTerminal stands for the terminal of a command that failed before it
+// could start (an Exited): there is none, so Write and Resize fail.
+type NoTerminal struct{}
+
+// Write fails: there is no terminal.
+func (NoTerminal) Write([]byte) (int, error) { return 0, ErrTTYEnded }
+
+// Resize fails: there is no terminal.
+func (NoTerminal) Resize(int, int) error { return ErrTTYEnded }

@@ -2,8 +2,8 @@ package hostexec
 
 import (
 	"context"
-	"errors"
 
+	"github.com/sbx-go/vercel-sandbox/internal/procio"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 )
 
@@ -23,19 +23,13 @@ func (e *Executor) StartTTY(ctx context.Context, cmd *local.Cmd, rows, cols int)
 		return nil, err
 	}
 	if exited != nil {
-		return ttyExited{exited}, nil
+		return ttyExited{Process: exited}, nil
 	}
 	return startTTY(ctx, s, rows, cols)
 }
 
-// errTTYEnded is what input to a terminal whose command ended gets.
-var errTTYEnded = errors.New("hostexec: the command has ended")
-
 // ttyExited is a command on a terminal that never started.
-type ttyExited struct{ local.Process }
-
-// Write fails: there is no terminal.
-func (ttyExited) Write([]byte) (int, error) { return 0, errTTYEnded }
-
-// Resize fails: there is no terminal.
-func (ttyExited) Resize(int, int) error { return errTTYEnded }
+type ttyExited struct {
+	local.Process
+	procio.NoTerminal
+}

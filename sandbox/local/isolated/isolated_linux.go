@@ -83,11 +83,39 @@ var reservedTop = map[string]bool{
 // 127 or 126 and a message, as in a shell; an error means the sandbox could
 // not be set up.
 func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, error) {
+	stdout, stderr := procio.Writers(cmd.Stdout, cmd.Stderr)
+	spec, exited, err := e.spec(ctx, cmd, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if exited != nil {
+		return exited, nil
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("isolated: stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("isolated: stderr pipe: %w", err)
+	}
+	p, err := e.launch(ctx, spec, isolate.Options{Stdout: outW, Stderr: errW}, outR, errR, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// spec describes cmd's sandbox, preparing its tree. A command that cannot
+// be found or executed is returned as exited, with its message for stderr.
+func (e *Executor) spec(ctx context.Context, cmd *local.Cmd, stderr io.Writer) (*isolate.Spec, *procio.Exited, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("isolated: session ended before the command started: %w", err)
+		return nil, nil, fmt.Errorf("isolated: session ended before the command started: %w", err)
 	}
 	if cmd.Dir == "" {
-		return nil, errors.New("isolated: Executor needs Cmd.Dir")
+		return nil, nil, errors.New("isolated: Executor needs Cmd.Dir")
 	}
 	root := cmd.Dir
 	cwd := cmd.Cwd
@@ -102,11 +130,10 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 		cwd = "/vercel/sandbox"
 	}
 	cwd = path.Clean("/" + cwd)
-	stdout, stderr := procio.Writers(cmd.Stdout, cmd.Stderr)
 
 	tree, err := os.OpenRoot(root)
 	if err != nil {
-		return nil, fmt.Errorf("isolated: sandbox tree: %w", err)
+		return nil, nil, fmt.Errorf("isolated: sandbox tree: %w", err)
 	}
 	defer tree.Close()
 	// Through an os.Root: a link that a command planted in the tree never
@@ -114,18 +141,18 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 	home := "home/" + isolate.DefaultUser
 	for _, d := range []string{"vercel/sandbox", "tmp", home, "root"} {
 		if err := tree.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("isolated: prepare sandbox tree: %w", err)
+			return nil, nil, fmt.Errorf("isolated: prepare sandbox tree: %w", err)
 		}
 	}
 	_ = tree.Chmod("tmp", 0o777|fs.ModeSticky)
 	if top, _, _ := strings.Cut(strings.TrimPrefix(cwd, "/"), "/"); top != "" && !reservedTop[top] {
 		if err := tree.MkdirAll(strings.TrimPrefix(cwd, "/"), 0o755); err != nil {
-			return nil, fmt.Errorf("isolated: working directory: %w", err)
+			return nil, nil, fmt.Errorf("isolated: working directory: %w", err)
 		}
 	}
 	entries, err := os.ReadDir(root)
 	if err != nil {
-		return nil, fmt.Errorf("isolated: read sandbox tree: %w", err)
+		return nil, nil, fmt.Errorf("isolated: read sandbox tree: %w", err)
 	}
 	var writable []isolate.Mount
 	for _, ent := range entries {
@@ -147,55 +174,50 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 		Network:  e.network || cmd.NetworkPolicy == "allow-all",
 	}
 	if code, msg := spec.LookPath(env["PATH"]); code != 0 {
-		return &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
+		return nil, &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
 	}
+	return spec, nil, nil
+}
 
-	var cg *isolate.Cgroup
-	if e.cg != nil {
-		var mem, pids int64
-		if e.cg.Memory() {
-			mem = e.memory
-		}
-		if e.cg.Pids() {
-			pids = e.procs
-		}
-		if mem > 0 || pids > 0 {
-			cg, err = e.cg.New(mem, pids)
-			if err != nil {
-				return nil, fmt.Errorf("isolated: %w", err)
+// launch starts spec in its sandbox, with its control group, on the
+// streams of o, whose files it closes: they are the child's. outR and errR
+// are their read ends (one file for a terminal), pumped to stdout and
+// stderr; they are closed when launch fails.
+func (e *Executor) launch(ctx context.Context, spec *isolate.Spec, o isolate.Options, outR, errR *os.File, stdout, stderr io.Writer) (*isolatedProcess, error) {
+	closeChild := func() {
+		for _, f := range []*os.File{o.Stdout, o.Stderr, o.TTY} {
+			if f != nil {
+				f.Close()
 			}
 		}
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		cg.Release()
-		return nil, fmt.Errorf("isolated: stdout pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		cg.Release()
-		return nil, fmt.Errorf("isolated: stderr pipe: %w", err)
-	}
-	procio.CloseInherited()
-	iso, err := e.engine.Start(spec, isolate.Options{Cgroup: cg, Stdout: outW, Stderr: errW})
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		// bwrap has exited: what it said is all in the pipe.
-		said, _ := io.ReadAll(io.LimitReader(errR, 4<<10))
+	fail := func(err error) (*isolatedProcess, error) {
 		outR.Close()
 		errR.Close()
-		cg.Release()
+		return nil, fmt.Errorf("isolated: %w", err)
+	}
+	var err error
+	if o.Cgroup, err = e.newCgroup(); err != nil {
+		closeChild()
+		return fail(err)
+	}
+	procio.CloseInherited()
+	iso, err := e.engine.Start(spec, o)
+	closeChild()
+	if err != nil {
+		// bwrap has exited: what it said is all in the pipe (or on the
+		// terminal), unless what it started holds it for a moment.
+		_ = errR.SetReadDeadline(time.Now().Add(e.waitDelay))
+		said, _ := io.ReadAll(io.LimitReader(errR, 4<<10))
+		o.Cgroup.Release()
 		if msg := strings.TrimSpace(string(said)); msg != "" {
 			err = fmt.Errorf("%w: %s", err, msg)
 		}
-		return nil, fmt.Errorf("isolated: %w", err)
+		return fail(err)
 	}
 	p := &isolatedProcess{
 		iso:       iso,
-		cg:        cg,
+		cg:        o.Cgroup,
 		stderr:    stderr,
 		outR:      outR,
 		errR:      errR,
@@ -204,18 +226,43 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 		waitDelay: e.waitDelay,
 		afterDone: make(chan struct{}),
 	}
-	errW2 := stderr
+	errW := stderr
 	if e.memory > 0 && !e.cg.Memory() {
 		p.watch = &allocWatcher{w: stderr}
-		errW2 = p.watch
+		errW = p.watch
 	}
-	go procio.Pump(outR, stdout, p.outDone)
-	go procio.Pump(errR, errW2, p.errDone)
+	if outR == errR {
+		// A terminal: one stream, in which allocation failures show too.
+		p.errDone = p.outDone
+		go procio.Pump(outR, errW, p.outDone)
+	} else {
+		go procio.Pump(outR, stdout, p.outDone)
+		go procio.Pump(errR, errW, p.errDone)
+	}
 	p.stopAfter = context.AfterFunc(ctx, func() {
 		defer close(p.afterDone)
 		_ = p.Signal(int(syscall.SIGKILL))
 	})
 	return p, nil
+}
+
+// newCgroup returns a new control group with the executor's limits, or
+// nil when control groups do not apply.
+func (e *Executor) newCgroup() (*isolate.Cgroup, error) {
+	if e.cg == nil {
+		return nil, nil
+	}
+	var mem, pids int64
+	if e.cg.Memory() {
+		mem = e.memory
+	}
+	if e.cg.Pids() {
+		pids = e.procs
+	}
+	if mem == 0 && pids == 0 {
+		return nil, nil
+	}
+	return e.cg.New(mem, pids)
 }
 
 // rlimits are the limits applied in every sandbox.

@@ -119,7 +119,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	defer info.Close()
 	defer block.Close()
 
-	argv := o.sessionArgs(append([]string{e.path}, e.args(spec, files)...))
+	argv := o.sessionArgs(append([]string{e.path}, e.args(spec, files)...), spec)
 	var c *exec.Cmd
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -231,8 +231,7 @@ func (p *Process) Signal(sig syscall.Signal) error {
 		if pid <= 0 {
 			continue
 		}
-		// The command leads its own session and process group (on a
-		// terminal, it leads a group only if it made one: a shell does).
+		// The command leads its own session and process group.
 		if err := syscall.Kill(-pid, sig); errors.Is(err, syscall.ESRCH) {
 			_ = syscall.Kill(pid, sig)
 		}

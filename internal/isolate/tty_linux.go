@@ -3,26 +3,48 @@ package isolate
 import (
 	"os/exec"
 	"slices"
+	"strings"
+	"sync"
 )
 
 // A command on a terminal (Options.TTY) is started as any other but for
-// its session. bwrap, the leader of a new session, gets the terminal as
-// its standard streams and makes it its controlling terminal; the command
-// inherits all three and the session, since bwrap is not asked for a new
-// session (--new-session would detach the command from the terminal:
-// /dev/tty would fail and a shell would have no job control). bwrap also
-// shows the terminal at /dev/console so that ttyname works: the sandbox's
-// /dev/pts is a devpts instance of its own, without the host's terminals.
+// its session. bwrap gets the terminal as its standard streams, and the
+// command inherits them, but bwrap is not asked for a new session:
+// --new-session would leave the command without a controlling terminal
+// (/dev/tty would fail, a shell would have no job control). Instead
+// setsid(1) -c, the host's, starts the command inside the sandbox as the
+// leader of a new session whose controlling terminal is the terminal, so
+// that its process groups are visible to it (a shell gives the terminal
+// back to the group it found at the start when it exits; one outside the
+// sandbox's PID namespace would be invisible and that would fail). bwrap
+// itself leads a session of its own on the host without taking the
+// terminal. Where setsid(1) cannot take a terminal, bwrap takes it and the
+// command runs in bwrap's session. bwrap also shows the terminal at
+// /dev/console so that ttyname works: the sandbox's /dev/pts is a devpts
+// instance of its own, without the host's terminals.
 //
 // What --new-session guards against is TIOCSTI: a command pushing input
 // into the terminal of whoever started it, to be read by that user's
 // shell once the command ends. A terminal command's terminal is a new,
-// private pseudo-terminal that only its own session reads: what the
-// command could push there reaches itself, never the server's terminal or
-// another sandbox's. Everything else holds as for any command: the
-// namespaces, no other inherited descriptor, the rlimits, the control
-// group, the seccomp filter, death with the server, and the end of the
-// whole PID namespace with the command.
+// private pseudo-terminal that only the command's own session reads: what
+// the command could push there reaches itself, never the server's
+// terminal or another sandbox's. Everything else holds as for any
+// command: the namespaces, no other inherited descriptor, the rlimits, the
+// control group, the seccomp filter, death with the server, and the end of
+// the whole PID namespace with the command.
+
+// setsidPath is a setsid(1) that can make the terminal of its standard
+// input its controlling terminal (-c: util-linux's, BusyBox's), at a path
+// the sandbox shares with the host; "" when there is none.
+var setsidPath = sync.OnceValue(func() string {
+	for _, p := range []string{"/usr/bin/setsid", "/bin/setsid"} {
+		help, _ := exec.Command(p, "--help").CombinedOutput()
+		if h := strings.ToLower(string(help)); strings.Contains(h, "-c") && strings.Contains(h, "controlling terminal") {
+			return p
+		}
+	}
+	return ""
+})
 
 // onTerminal puts c, the bwrap command, on the terminal of o, if any.
 func (o Options) onTerminal(c *exec.Cmd) {
@@ -31,23 +53,28 @@ func (o Options) onTerminal(c *exec.Cmd) {
 	}
 	c.Stdin, c.Stdout, c.Stderr = o.TTY, o.TTY, o.TTY
 	c.SysProcAttr.Setsid = true
-	c.SysProcAttr.Setctty = true
-	c.SysProcAttr.Ctty = 0 // standard input, in the child
+	if setsidPath() == "" {
+		c.SysProcAttr.Setctty = true
+		c.SysProcAttr.Ctty = 0 // standard input, in the child
+	}
 }
 
-// sessionArgs returns argv, bwrap's command line, for the terminal of o:
-// without --new-session among bwrap's own options when there is a
-// terminal (the command's arguments, after "--", are left alone).
-func (o Options) sessionArgs(argv []string) []string {
+// sessionArgs returns argv, bwrap's command line for spec, for the
+// terminal of o, if any: without --new-session among bwrap's options (its
+// first occurrence, which comes before any value a client chose), and
+// with the command started by setsidPath. argv ends with "--", spec.Path
+// and spec.Args.
+func (o Options) sessionArgs(argv []string, spec *Spec) []string {
 	if o.TTY == nil {
 		return argv
 	}
-	end := slices.Index(argv, "--")
-	if end < 0 {
-		end = len(argv)
+	cmd := len(argv) - len(spec.Args) - 1 // spec.Path
+	head := slices.Clone(argv[:cmd])
+	if i := slices.Index(head, "--new-session"); i >= 0 {
+		head = slices.Delete(head, i, i+1)
 	}
-	if i := slices.Index(argv[:end], "--new-session"); i >= 0 {
-		argv = slices.Delete(slices.Clone(argv), i, i+1)
+	if s := setsidPath(); s != "" {
+		head = append(head, s, "-c")
 	}
-	return argv
+	return append(head, argv[cmd:]...)
 }

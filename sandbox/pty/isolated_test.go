@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,22 +113,35 @@ exit 4`, fd, fd)},
 func TestIsolatedNoSurvivor(t *testing.T) {
 	t.Parallel()
 	sb := newIsolatedSandbox(t)
+	// Three sleeps, each running before the script goes on: one in a
+	// session of its own, one immune to hangups, one background job.
+	survivors := func(marker string) string {
+		return `run() { "$@" & while [ "$(cat /proc/$!/comm 2>/dev/null)" != sleep ]; do sleep 0.01; done; }
+run setsid sleep ` + marker + `; run nohup sleep ` + marker + `; run sleep ` + marker + `
+`
+	}
+	gone := func(t *testing.T, marker, msg string) {
+		t.Helper()
+		// The kernel ends the PID namespace as the command's end is
+		// reported, as for any isolated command.
+		assert.Eventually(t, func() bool { return len(hostSleeps(t, marker)) == 0 }, 5*time.Second, 10*time.Millisecond, msg)
+	}
 	t.Run("exit", func(t *testing.T) {
 		marker := strconv.Itoa(100000 + rand.IntN(900000))
 		out := newScreen()
 		code, err := pty.Run(t.Context(), sb, &pty.Cmd{
 			Name:   "sh",
-			Args:   []string{"-c", "setsid sleep " + marker + " & nohup sleep " + marker + " >/dev/null 2>&1 & sleep " + marker + " & echo started; exit 5"},
+			Args:   []string{"-c", survivors(marker) + "exit 5"},
 			Stdout: out,
 		})
 		require.NoError(t, err)
 		assert.Equal(t, 5, code, out.String())
-		assert.Empty(t, hostSleeps(t, marker), "no process left once the command has ended")
+		gone(t, marker, "no process left once the command has ended")
 	})
 	t.Run("cancel", func(t *testing.T) {
 		marker := strconv.Itoa(100000 + rand.IntN(900000))
-		cancelMidSession(t, sb, "setsid sleep "+marker+" & sleep "+marker+" & ")
-		assert.Empty(t, hostSleeps(t, marker), "no process left once the session was cancelled")
+		cancelMidSession(t, sb, survivors(marker))
+		gone(t, marker, "no process left once the session was cancelled")
 	})
 }
 

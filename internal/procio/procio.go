@@ -135,3 +135,19 @@ func (NoTerminal) Write([]byte) (int, error) { return 0, ErrTTYEnded }
 
 // Resize fails: there is no terminal.
 func (NoTerminal) Resize(int, int) error { return ErrTTYEnded }
+
+// Pipes opens the two pipes of a child's standard output and error: the
+// read ends are the parent's, the write ends the child's.
+func Pipes() (outR, outW, errR, errW *os.File, err error) {
+	outR, outW, err = os.Pipe()
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err = os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, nil, nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	return outR, outW, errR, errW, nil
+}

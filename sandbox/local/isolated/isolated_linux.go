@@ -91,15 +91,9 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 	if exited != nil {
 		return exited, nil
 	}
-	outR, outW, err := os.Pipe()
+	outR, outW, errR, errW, err := procio.Pipes()
 	if err != nil {
-		return nil, fmt.Errorf("isolated: stdout pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("isolated: stderr pipe: %w", err)
+		return nil, fmt.Errorf("isolated: %w", err)
 	}
 	p, err := e.launch(ctx, spec, isolate.Options{Stdout: outW, Stderr: errW}, outR, errR, stdout, stderr)
 	if err != nil {

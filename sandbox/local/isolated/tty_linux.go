@@ -15,10 +15,12 @@ import (
 // end of every process of the sandbox with the command), but on a new
 // pseudo-terminal of rows by cols, its controlling terminal, with the
 // terminal's output (standard output and standard error are one stream)
-// copied to cmd.Stdout. Inside, /dev/tty is that terminal, which also
-// shows at /dev/console, and the command runs in the terminal's session
-// rather than a new one. A memory limit's marker goes to the terminal's
-// stream.
+// copied to cmd.Stdout. The command leads a new session whose controlling
+// terminal is that one (through the host's setsid(1) -c; without it, the
+// command runs in the session of bwrap, which then holds the terminal);
+// inside, /dev/tty is that terminal, which also shows at /dev/console. The
+// terminal is private to the command: it cannot reach the server's. A
+// memory limit's marker goes to the terminal's stream.
 func (e *Executor) StartTTY(ctx context.Context, cmd *local.Cmd, rows, cols int) (local.TTYProcess, error) {
 	out, _ := procio.Writers(cmd.Stdout, nil) // a terminal has one stream, messages included
 	spec, exited, err := e.spec(ctx, cmd, out)

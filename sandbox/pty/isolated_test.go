@@ -145,6 +145,25 @@ run setsid sleep ` + marker + `; run nohup sleep ` + marker + `; run sleep ` + m
 	})
 }
 
+// Job control works: ^C interrupts the foreground job, not the shell, and
+// the shell ends with its own exit code.
+func TestIsolatedInterruptForegroundJob(t *testing.T) {
+	t.Parallel()
+	sb := newIsolatedSandbox(t)
+	marker := strconv.Itoa(100000 + rand.IntN(900000))
+	tm := start(t, t.Context(), sb, &pty.Cmd{Name: "sh", Args: []string{"-i"}})
+	tm.waitFor("$ ", 1)
+	tm.typeIn("sleep " + marker + "\n")
+	require.Eventually(t, func() bool { return len(hostSleeps(t, marker)) == 1 }, 10*time.Second, 10*time.Millisecond)
+	tm.typeIn("\x03")
+	tm.waitFor("$ ", 2)
+	tm.typeIn("echo status $?; exit 6\n")
+	code, err := tm.wait()
+	require.NoError(t, err)
+	assert.Equal(t, 6, code, tm.screen.String())
+	assert.Contains(t, tm.screen.String(), "status 130\r\n", "the job died of SIGINT")
+}
+
 // hostSleeps returns the pids of the host's processes running sleep with
 // argument marker.
 func hostSleeps(t *testing.T, marker string) []int {

@@ -119,7 +119,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	defer info.Close()
 	defer block.Close()
 
-	argv := o.sessionArgs(append([]string{e.path}, e.args(spec, files)...), spec)
+	argv := append([]string{e.path}, e.args(spec, files)...)
 	var c *exec.Cmd
 	var err error
 	for attempt := 0; ; attempt++ {

@@ -58,22 +58,3 @@ func TestSeccompFilter(t *testing.T) {
 		assert.True(t, slices.ContainsFunc(last, func(f sockFilter) bool { return f.k == setidBits }))
 	}
 }
-
-func TestSessionArgs(t *testing.T) {
-	e := &Engine{path: "bwrap"}
-	// A host name and arguments that look like the options at stake.
-	spec := &Spec{Path: "/usr/bin/echo", Args: []string{"--", "--new-session"}, Cwd: "/", Hostname: "--new-session"}
-	argv := append([]string{e.path}, e.args(spec, nil)...)
-	assert.Equal(t, argv, Options{}.sessionArgs(argv, spec), "without a terminal, bwrap's command line as it is")
-
-	tty := Options{TTY: os.Stdin}.sessionArgs(argv, spec)
-	head := tty[:len(tty)-3]
-	assert.Equal(t, 1, strings.Count(strings.Join(head, " "), "--new-session"), "the option is gone")
-	assert.Contains(t, strings.Join(head, " "), "--hostname --new-session ", "the host name stays")
-	want := []string{"--", "/usr/bin/echo", "--", "--new-session"}
-	if s := setsidPath(); s != "" {
-		want = []string{"--", s, "-c", "/usr/bin/echo", "--", "--new-session"}
-	}
-	assert.Equal(t, want, tty[len(tty)-len(want):], "the command, started in a session of its own on the terminal")
-	assert.Equal(t, len(argv)-1+len(want)-4, len(tty))
-}

@@ -46,11 +46,20 @@ var setsidPath = sync.OnceValue(func() string {
 	return ""
 })
 
+// UseTerminal prepares s, whose Path is found, for a command on a
+// terminal (Options.TTY): setsidPath starts it, if there is one.
+func (s *Spec) UseTerminal() {
+	if p := setsidPath(); p != "" {
+		s.Path, s.Args = p, append([]string{"-c", s.Path}, s.Args...)
+	}
+}
+
 // onTerminal puts c, the bwrap command, on the terminal of o, if any.
 func (o Options) onTerminal(c *exec.Cmd) {
 	if o.TTY == nil {
 		return
 	}
+	c.Args = sessionArgs(c.Args)
 	c.Stdin, c.Stdout, c.Stderr = o.TTY, o.TTY, o.TTY
 	c.SysProcAttr.Setsid = true
 	if setsidPath() == "" {
@@ -59,22 +68,12 @@ func (o Options) onTerminal(c *exec.Cmd) {
 	}
 }
 
-// sessionArgs returns argv, bwrap's command line for spec, for the
-// terminal of o, if any: without --new-session among bwrap's options (its
-// first occurrence, which comes before any value a client chose), and
-// with the command started by setsidPath. argv ends with "--", spec.Path
-// and spec.Args.
-func (o Options) sessionArgs(argv []string, spec *Spec) []string {
-	if o.TTY == nil {
-		return argv
+// sessionArgs returns argv, bwrap's command line, without --new-session:
+// its first occurrence, which is bwrap's option (it comes before any value
+// that a client chose, such as a host name).
+func sessionArgs(argv []string) []string {
+	if i := slices.Index(argv, "--new-session"); i >= 0 {
+		argv = slices.Delete(slices.Clone(argv), i, i+1)
 	}
-	cmd := len(argv) - len(spec.Args) - 1 // spec.Path
-	head := slices.Clone(argv[:cmd])
-	if i := slices.Index(head, "--new-session"); i >= 0 {
-		head = slices.Delete(head, i, i+1)
-	}
-	if s := setsidPath(); s != "" {
-		head = append(head, s, "-c")
-	}
-	return append(head, argv[cmd:]...)
+	return argv
 }

@@ -83,33 +83,18 @@ var reservedTop = map[string]bool{
 // 127 or 126 and a message, as in a shell; an error means the sandbox could
 // not be set up.
 func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, error) {
-	stdout, stderr := procio.Writers(cmd.Stdout, cmd.Stderr)
-	spec, exited, err := e.spec(ctx, cmd, stderr)
-	if err != nil {
-		return nil, err
-	}
-	if exited != nil {
-		return exited, nil
-	}
-	outR, outW, errR, errW, err := procio.Pipes()
-	if err != nil {
-		return nil, fmt.Errorf("isolated: %w", err)
-	}
-	p, err := e.launch(ctx, spec, isolate.Options{Stdout: outW, Stderr: errW}, outR, errR, stdout, stderr)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+	return e.start(ctx, cmd, nil)
 }
 
-// spec describes cmd's sandbox, preparing its tree. A command that cannot
-// be found or executed is returned as exited, with its message for stderr.
-func (e *Executor) spec(ctx context.Context, cmd *local.Cmd, stderr io.Writer) (*isolate.Spec, *procio.Exited, error) {
+// start starts cmd as Start does: with pipes as its standard output and
+// error, or on a new terminal of size tty when tty is not nil (a
+// *ttyProcess then, unless the command was not found).
+func (e *Executor) start(ctx context.Context, cmd *local.Cmd, tty *ttySize) (local.Process, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, fmt.Errorf("isolated: session ended before the command started: %w", err)
+		return nil, fmt.Errorf("isolated: session ended before the command started: %w", err)
 	}
 	if cmd.Dir == "" {
-		return nil, nil, errors.New("isolated: Executor needs Cmd.Dir")
+		return nil, errors.New("isolated: Executor needs Cmd.Dir")
 	}
 	root := cmd.Dir
 	cwd := cmd.Cwd
@@ -124,10 +109,11 @@ func (e *Executor) spec(ctx context.Context, cmd *local.Cmd, stderr io.Writer) (
 		cwd = "/vercel/sandbox"
 	}
 	cwd = path.Clean("/" + cwd)
+	stdout, stderr := procio.Writers(cmd.Stdout, cmd.Stderr)
 
 	tree, err := os.OpenRoot(root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("isolated: sandbox tree: %w", err)
+		return nil, fmt.Errorf("isolated: sandbox tree: %w", err)
 	}
 	defer tree.Close()
 	// Through an os.Root: a link that a command planted in the tree never
@@ -135,18 +121,18 @@ func (e *Executor) spec(ctx context.Context, cmd *local.Cmd, stderr io.Writer) (
 	home := "home/" + isolate.DefaultUser
 	for _, d := range []string{"vercel/sandbox", "tmp", home, "root"} {
 		if err := tree.MkdirAll(d, 0o755); err != nil {
-			return nil, nil, fmt.Errorf("isolated: prepare sandbox tree: %w", err)
+			return nil, fmt.Errorf("isolated: prepare sandbox tree: %w", err)
 		}
 	}
 	_ = tree.Chmod("tmp", 0o777|fs.ModeSticky)
 	if top, _, _ := strings.Cut(strings.TrimPrefix(cwd, "/"), "/"); top != "" && !reservedTop[top] {
 		if err := tree.MkdirAll(strings.TrimPrefix(cwd, "/"), 0o755); err != nil {
-			return nil, nil, fmt.Errorf("isolated: working directory: %w", err)
+			return nil, fmt.Errorf("isolated: working directory: %w", err)
 		}
 	}
 	entries, err := os.ReadDir(root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("isolated: read sandbox tree: %w", err)
+		return nil, fmt.Errorf("isolated: read sandbox tree: %w", err)
 	}
 	var writable []isolate.Mount
 	for _, ent := range entries {
@@ -168,16 +154,48 @@ func (e *Executor) spec(ctx context.Context, cmd *local.Cmd, stderr io.Writer) (
 		Network:  e.network || cmd.NetworkPolicy == "allow-all",
 	}
 	if code, msg := spec.LookPath(env["PATH"]); code != 0 {
-		return nil, &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
+		return &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
 	}
-	return spec, nil, nil
+
+	return e.launch(ctx, spec, tty, stdout, stderr)
 }
 
-// launch starts spec in its sandbox, with its control group, on the
-// streams of o, whose files it closes: they are the child's. outR and errR
-// are their read ends (one file for a terminal), pumped to stdout and
-// stderr; they are closed when launch fails.
-func (e *Executor) launch(ctx context.Context, spec *isolate.Spec, o isolate.Options, outR, errR *os.File, stdout, stderr io.Writer) (*isolatedProcess, error) {
+// ttySize is the size of a terminal.
+type ttySize struct{ rows, cols int }
+
+// launch starts spec in its sandbox: on a new terminal of size tty when
+// tty is not nil, else with pipes as standard output and error. Its output
+// goes to stdout and stderr (a terminal's to stderr, the same writer).
+func (e *Executor) launch(ctx context.Context, spec *isolate.Spec, tty *ttySize, stdout, stderr io.Writer) (local.Process, error) {
+	if tty != nil {
+		master, slave, err := procio.OpenTTY(tty.rows, tty.cols)
+		if err != nil {
+			return nil, fmt.Errorf("isolated: %w", err)
+		}
+		spec.UseTerminal()
+		// One output, the master: it is read and drained as a pipe would be.
+		p, err := e.run(ctx, spec, isolate.Options{TTY: slave}, master, master, stderr, stderr)
+		if err != nil {
+			return nil, err
+		}
+		return &ttyProcess{isolatedProcess: p, Terminal: procio.Terminal{Master: master}}, nil
+	}
+	outR, outW, errR, errW, err := procio.Pipes()
+	if err != nil {
+		return nil, fmt.Errorf("isolated: %w", err)
+	}
+	p, err := e.run(ctx, spec, isolate.Options{Stdout: outW, Stderr: errW}, outR, errR, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// run starts spec in its sandbox, with its control group, on the streams
+// of o, whose files it closes: they are the child's. outR and errR are
+// their read ends (one file for a terminal), pumped to stdout and stderr;
+// they are closed when run fails.
+func (e *Executor) run(ctx context.Context, spec *isolate.Spec, o isolate.Options, outR, errR *os.File, stdout, stderr io.Writer) (*isolatedProcess, error) {
 	closeChild := func() {
 		for _, f := range []*os.File{o.Stdout, o.Stderr, o.TTY} {
 			if f != nil {

@@ -49,6 +49,10 @@ type Options struct {
 	// Stdout and Stderr receive the command's output (and bwrap's own
 	// messages when the sandbox cannot be set up).
 	Stdout, Stderr *os.File
+	// TTY, when not nil, is the slave side of a terminal for the command:
+	// its standard input, output and error, and its controlling terminal
+	// (Stdout and Stderr are not used). See onTerminal.
+	TTY *os.File
 }
 
 // Process is a running sandbox.
@@ -132,6 +136,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 				Pdeathsig: syscall.SIGKILL,
 			},
 		}
+		o.onTerminal(c)
 		err = c.Start()
 		// EAGAIN: the host is short of processes for a moment (another
 		// sandbox's fork bomb at its limit, say); that passes.

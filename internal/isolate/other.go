@@ -21,6 +21,7 @@ func NewEngine() (*Engine, error) { return nil, errOS }
 type Options struct {
 	Cgroup         *Cgroup
 	Stdout, Stderr *os.File
+	TTY            *os.File
 }
 
 // Process is a running sandbox.

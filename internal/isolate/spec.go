@@ -2,7 +2,8 @@
 // (sandbox/local/isolated, its only importer) and bubblewrap, the engine
 // that isolates each command: bwrap creates the namespaces (user, mount,
 // PID, network, UTS, IPC, cgroup), builds the root filesystem, starts the
-// command in a new session without a controlling terminal, drops every
+// command in a new session without a controlling terminal (or, for a
+// command on a terminal, in the session of that terminal), drops every
 // capability, sets no-new-privileges and kills the whole sandbox when its
 // parent dies.
 //

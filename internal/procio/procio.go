@@ -6,6 +6,7 @@
 package procio
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -119,4 +120,34 @@ func (p *Exited) Wait() (int, error) {
 		_, _ = io.WriteString(p.Stderr, p.Msg)
 	}
 	return p.Code, nil
+}
+
+// ErrTTYEnded is what input to a terminal whose command has ended, or
+// never started, gets.
+var ErrTTYEnded = errors.New("the command has ended")
+
+// NoTerminal stands for the terminal of a command that failed before it
+// could start (an Exited): there is none, so Write and Resize fail.
+type NoTerminal struct{}
+
+// Write fails: there is no terminal.
+func (NoTerminal) Write([]byte) (int, error) { return 0, ErrTTYEnded }
+
+// Resize fails: there is no terminal.
+func (NoTerminal) Resize(int, int) error { return ErrTTYEnded }
+
+// Pipes opens the two pipes of a child's standard output and error: the
+// read ends are the parent's, the write ends the child's.
+func Pipes() (outR, outW, errR, errW *os.File, err error) {
+	outR, outW, err = os.Pipe()
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err = os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, nil, nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	return outR, outW, errR, errW, nil
 }

@@ -83,3 +83,17 @@ func ResizeTTY(master *os.File, rows, cols int) error {
 	}
 	return nil
 }
+
+// Terminal is the master side of a command's terminal, as a TTYProcess of
+// package sandbox/local adds it to a process: input typed on it, and its
+// size.
+type Terminal struct {
+	Master *os.File
+}
+
+// Write types b on the terminal.
+func (t Terminal) Write(b []byte) (int, error) { return t.Master.Write(b) }
+
+// Resize sets the terminal's size; its foreground process group gets
+// SIGWINCH.
+func (t Terminal) Resize(rows, cols int) error { return ResizeTTY(t.Master, rows, cols) }

@@ -117,8 +117,8 @@
 //     delay), and snapshots are directory copies. Session timeouts and
 //     per-command timeouts are enforced.
 //   - Interactive sessions run on a real terminal only with an executor
-//     that implements TTYExecutor (hostexec); otherwise POST …/interactive
-//     answers 400. Tickets are single-use and the WebSocket is served by
+//     that implements TTYExecutor (hostexec, isolated); otherwise POST
+//     …/interactive answers 400. Tickets are single-use and the WebSocket is served by
 //     this server, under /local/pty/.
 //   - Network policies are validated, stored and reported; only the
 //     isolated executor acts on them, and only as loopback-only versus

@@ -13,7 +13,7 @@ import (
 
 // TTYExecutor is an Executor that can also run a command on a terminal.
 // The interactive endpoint needs one: with any other executor it answers
-// 400. Package hostexec implements it.
+// 400. Packages hostexec and isolated implement it.
 type TTYExecutor interface {
 	Executor
 	// StartTTY starts cmd on a new pseudo-terminal of rows by cols that is
@@ -92,7 +92,7 @@ func (s *Server) handleInteractive(w http.ResponseWriter, r *http.Request) *apiE
 		return aerr
 	}
 	if _, ok := s.exec.(TTYExecutor); !ok {
-		return badRequest("interactive sessions need an executor that runs terminals, such as hostexec")
+		return badRequest("interactive sessions need an executor that runs terminals, such as hostexec or isolated")
 	}
 	scheme := "ws://"
 	if r.TLS != nil {

@@ -41,7 +41,7 @@ func (s *Server) servePTY(w http.ResponseWriter, r *http.Request) bool {
 	}
 	tx, ok := s.exec.(TTYExecutor)
 	if !ok {
-		writeError(w, badRequest("interactive sessions need an executor that runs terminals, such as hostexec"))
+		writeError(w, badRequest("interactive sessions need an executor that runs terminals, such as hostexec or isolated"))
 		return true
 	}
 	done, aerr := s.beginFileOp(sess)

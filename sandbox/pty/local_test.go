@@ -26,7 +26,14 @@ import (
 // real terminals, and creates a sandbox on it.
 func newSandbox(t *testing.T, opts ...sandbox.Option) (*sandboxtest.Server, *sandbox.Sandbox) {
 	t.Helper()
-	srv := sandboxtest.NewServer(t, local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
+	return newSandboxOn(t, []local.Option{local.WithExecutor(hostexec.New()), local.WithHostPaths(true)}, opts...)
+}
+
+// newSandboxOn starts a local server with srvOpts and creates a sandbox on
+// it.
+func newSandboxOn(t *testing.T, srvOpts []local.Option, opts ...sandbox.Option) (*sandboxtest.Server, *sandbox.Sandbox) {
+	t.Helper()
+	srv := sandboxtest.NewServer(t, srvOpts...)
 	sb, err := srv.Client(opts...).Create(t.Context(), sandbox.CreateParams{})
 	require.NoError(t, err)
 	return srv, sb
@@ -35,6 +42,14 @@ func newSandbox(t *testing.T, opts ...sandbox.Option) (*sandboxtest.Server, *san
 func TestShellTypeResizeExit(t *testing.T) {
 	t.Parallel()
 	_, sb := newSandbox(t)
+	typeResizeExit(t, sb)
+}
+
+// typeResizeExit runs the default shell on a terminal of sb: what is
+// typed runs, the size given at the start and a new one show inside, and
+// the shell's exit code comes back.
+func typeResizeExit(t *testing.T, sb *sandbox.Sandbox) {
+	t.Helper()
 	tm := start(t, t.Context(), sb, &pty.Cmd{Rows: 30, Cols: 90})
 
 	tm.typeIn("stty size\n")
@@ -50,7 +65,7 @@ func TestShellTypeResizeExit(t *testing.T) {
 	tm.typeIn("exit 7\n")
 	code, err := tm.wait()
 	require.NoError(t, err)
-	assert.Equal(t, 7, code, "the shell's own exit code")
+	assert.Equal(t, 7, code, "the shell's own exit code; screen:\n%s", tm.screen)
 }
 
 func TestCommandOnTerminal(t *testing.T) {
@@ -73,6 +88,12 @@ func TestCommandOnTerminal(t *testing.T) {
 func TestCommandNotFoundOnTerminal(t *testing.T) {
 	t.Parallel()
 	_, sb := newSandbox(t)
+	notFound(t, sb)
+}
+
+// notFound runs a command that does not exist on a terminal of sb.
+func notFound(t *testing.T, sb *sandbox.Sandbox) {
+	t.Helper()
 	out := newScreen()
 	code, err := pty.Run(t.Context(), sb, &pty.Cmd{Name: "no-such-command-here", Stdout: out})
 	require.NoError(t, err)
@@ -83,6 +104,13 @@ func TestCommandNotFoundOnTerminal(t *testing.T) {
 func TestCancelMidSession(t *testing.T) {
 	t.Parallel()
 	_, sb := newSandbox(t)
+	cancelMidSession(t, sb, "")
+}
+
+// cancelMidSession cancels a session of sb that waits for input, then
+// stops sb. The command first runs script, if any.
+func cancelMidSession(t *testing.T, sb *sandbox.Sandbox, script string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	// The keyboard is a connection that never sends: its read must be
@@ -90,7 +118,7 @@ func TestCancelMidSession(t *testing.T) {
 	keyboard, keys := net.Pipe()
 	defer keys.Close()
 	scr := newScreen()
-	s, err := pty.Start(ctx, sb, &pty.Cmd{Name: "sh", Args: []string{"-c", "echo started; exec cat"}, Stdin: keyboard, Stdout: scr})
+	s, err := pty.Start(ctx, sb, &pty.Cmd{Name: "sh", Args: []string{"-c", script + "echo started; exec cat"}, Stdin: keyboard, Stdout: scr})
 	require.NoError(t, err)
 	tm := watchSession(t, s, scr)
 	tm.waitFor("started\r\n", 1)

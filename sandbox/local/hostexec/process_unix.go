@@ -47,15 +47,9 @@ type localProcess struct {
 }
 
 func startLocal(ctx context.Context, s localStart) (local.Process, error) {
-	outR, outW, err := os.Pipe()
+	outR, outW, errR, errW, err := procio.Pipes()
 	if err != nil {
-		return nil, fmt.Errorf("hostexec: stdout pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("hostexec: stderr pipe: %w", err)
+		return nil, fmt.Errorf("hostexec: %w", err)
 	}
 	// A session of its own: no controlling terminal, and a group that
 	// Signal reaches as a whole.

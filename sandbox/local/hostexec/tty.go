@@ -25,25 +25,19 @@ func (e *Executor) StartTTY(ctx context.Context, cmd *local.Cmd, rows, cols int)
 	if errors.As(err, &nf) {
 		// A terminal shows what a shell would, whatever the API's mode.
 		_, stderr := procio.Writers(one.Stdout, one.Stderr)
-		return ttyExited{&procio.Exited{Code: shellexec.NotFound, Msg: nf.Msg, Stderr: stderr}}, nil
+		return ttyExited{Process: &procio.Exited{Code: shellexec.NotFound, Msg: nf.Msg, Stderr: stderr}}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	if exited != nil {
-		return ttyExited{exited}, nil
+		return ttyExited{Process: exited}, nil
 	}
 	return startTTY(ctx, s, rows, cols)
 }
 
-// errTTYEnded is what input to a terminal whose command ended gets.
-var errTTYEnded = errors.New("hostexec: the command has ended")
-
 // ttyExited is a command on a terminal that never started.
-type ttyExited struct{ local.Process }
-
-// Write fails: there is no terminal.
-func (ttyExited) Write([]byte) (int, error) { return 0, errTTYEnded }
-
-// Resize fails: there is no terminal.
-func (ttyExited) Resize(int, int) error { return errTTYEnded }
+type ttyExited struct {
+	local.Process
+	procio.NoTerminal
+}

@@ -5,7 +5,6 @@ package hostexec
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"syscall"
 
@@ -33,28 +32,18 @@ func startTTY(ctx context.Context, s localStart, rows, cols int) (local.TTYProce
 		if err != nil {
 			return nil, err
 		}
-		return ttyExited{proc}, nil
+		return ttyExited{Process: proc}, nil
 	}
 	// One output, the master: it is read and drained as a pipe would be.
 	return &ttyProcess{
 		localProcess: watch(ctx, c, mark, s.waitDelay, master, master, s.stdout, s.stdout),
-		master:       master,
+		Terminal:     procio.Terminal{Master: master},
 	}, nil
 }
 
-// ttyProcess is a process group on a terminal.
+// ttyProcess is a process group on a terminal; the terminal takes the
+// input and the size.
 type ttyProcess struct {
 	*localProcess
-	master *os.File
-}
-
-// Write implements local.TTYProcess: p is typed on the terminal.
-func (p *ttyProcess) Write(b []byte) (int, error) { return p.master.Write(b) }
-
-// Resize implements local.TTYProcess.
-func (p *ttyProcess) Resize(rows, cols int) error {
-	if err := procio.ResizeTTY(p.master, rows, cols); err != nil {
-		return fmt.Errorf("hostexec: %w", err)
-	}
-	return nil
+	procio.Terminal
 }

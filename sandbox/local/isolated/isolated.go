@@ -1,7 +1,8 @@
 // Package isolated runs the commands of a local Vercel Sandbox API
 // (package sandbox/local) each in a sandbox of its own, on bubblewrap
 // (bwrap): Linux namespaces, a private root filesystem, no capability,
-// no controlling terminal, and per-command limits. Best picks it where
+// no controlling terminal but a terminal of its own for an interactive
+// session (StartTTY), and per-command limits. Best picks it where
 // this system allows it and falls back to package hostexec elsewhere,
 // saying why.
 package isolated
@@ -65,7 +66,10 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 //     /usr, /etc, /proc, /dev, /sys, /bin, /sbin or /lib* are not visible to
 //     commands. Everything else is read-only;
 //   - no descriptor but standard input (empty), output and error, whatever
-//     the server inherited, and no terminal: /dev/tty fails with ENXIO;
+//     the server inherited, and no terminal: /dev/tty fails with ENXIO. A
+//     command of an interactive session (StartTTY) has a new
+//     pseudo-terminal of its own instead, as its standard streams and
+//     controlling terminal, never the server's;
 //   - its own process tree: killing the command, its timeout or the end of
 //     the session kills the whole PID namespace, daemons included, and so
 //     does the end of the command's main process (background jobs);

@@ -83,6 +83,13 @@ var reservedTop = map[string]bool{
 // 127 or 126 and a message, as in a shell; an error means the sandbox could
 // not be set up.
 func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, error) {
+	return e.start(ctx, cmd, nil)
+}
+
+// start starts cmd as Start does: with pipes as its standard output and
+// error, or on a new terminal of size tty when tty is not nil (a
+// *ttyProcess then, unless the command was not found).
+func (e *Executor) start(ctx context.Context, cmd *local.Cmd, tty *ttySize) (local.Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("isolated: session ended before the command started: %w", err)
 	}
@@ -150,52 +157,79 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 		return &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
 	}
 
-	var cg *isolate.Cgroup
-	if e.cg != nil {
-		var mem, pids int64
-		if e.cg.Memory() {
-			mem = e.memory
+	return e.launch(ctx, spec, tty, stdout, stderr)
+}
+
+// ttySize is the size of a terminal.
+type ttySize struct{ rows, cols int }
+
+// launch starts spec in its sandbox: on a new terminal of size tty when
+// tty is not nil, else with pipes as standard output and error. Its output
+// goes to stdout and stderr (a terminal's to stderr, the same writer).
+func (e *Executor) launch(ctx context.Context, spec *isolate.Spec, tty *ttySize, stdout, stderr io.Writer) (local.Process, error) {
+	if tty != nil {
+		master, slave, err := procio.OpenTTY(tty.rows, tty.cols)
+		if err != nil {
+			return nil, fmt.Errorf("isolated: %w", err)
 		}
-		if e.cg.Pids() {
-			pids = e.procs
+		spec.UseTerminal()
+		// One output, the master: it is read and drained as a pipe would be.
+		p, err := e.run(ctx, spec, isolate.Options{TTY: slave}, master, master, stderr, stderr)
+		if err != nil {
+			return nil, err
 		}
-		if mem > 0 || pids > 0 {
-			cg, err = e.cg.New(mem, pids)
-			if err != nil {
-				return nil, fmt.Errorf("isolated: %w", err)
+		return &ttyProcess{isolatedProcess: p, Terminal: procio.Terminal{Master: master}}, nil
+	}
+	outR, outW, errR, errW, err := procio.Pipes()
+	if err != nil {
+		return nil, fmt.Errorf("isolated: %w", err)
+	}
+	p, err := e.run(ctx, spec, isolate.Options{Stdout: outW, Stderr: errW}, outR, errR, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// run starts spec in its sandbox, with its control group, on the streams
+// of o, whose files it closes: they are the child's. outR and errR are
+// their read ends (one file for a terminal), pumped to stdout and stderr;
+// they are closed when run fails.
+func (e *Executor) run(ctx context.Context, spec *isolate.Spec, o isolate.Options, outR, errR *os.File, stdout, stderr io.Writer) (*isolatedProcess, error) {
+	closeChild := func() {
+		for _, f := range []*os.File{o.Stdout, o.Stderr, o.TTY} {
+			if f != nil {
+				f.Close()
 			}
 		}
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		cg.Release()
-		return nil, fmt.Errorf("isolated: stdout pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		cg.Release()
-		return nil, fmt.Errorf("isolated: stderr pipe: %w", err)
-	}
-	procio.CloseInherited()
-	iso, err := e.engine.Start(spec, isolate.Options{Cgroup: cg, Stdout: outW, Stderr: errW})
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		// bwrap has exited: what it said is all in the pipe.
-		said, _ := io.ReadAll(io.LimitReader(errR, 4<<10))
+	fail := func(err error) (*isolatedProcess, error) {
 		outR.Close()
 		errR.Close()
-		cg.Release()
+		return nil, fmt.Errorf("isolated: %w", err)
+	}
+	var err error
+	if o.Cgroup, err = e.newCgroup(); err != nil {
+		closeChild()
+		return fail(err)
+	}
+	procio.CloseInherited()
+	iso, err := e.engine.Start(spec, o)
+	closeChild()
+	if err != nil {
+		// bwrap has exited: what it said is all in the pipe (or on the
+		// terminal), unless what it started holds it for a moment.
+		_ = errR.SetReadDeadline(time.Now().Add(e.waitDelay))
+		said, _ := io.ReadAll(io.LimitReader(errR, 4<<10))
+		o.Cgroup.Release()
 		if msg := strings.TrimSpace(string(said)); msg != "" {
 			err = fmt.Errorf("%w: %s", err, msg)
 		}
-		return nil, fmt.Errorf("isolated: %w", err)
+		return fail(err)
 	}
 	p := &isolatedProcess{
 		iso:       iso,
-		cg:        cg,
+		cg:        o.Cgroup,
 		stderr:    stderr,
 		outR:      outR,
 		errR:      errR,
@@ -204,18 +238,43 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 		waitDelay: e.waitDelay,
 		afterDone: make(chan struct{}),
 	}
-	errW2 := stderr
+	errW := stderr
 	if e.memory > 0 && !e.cg.Memory() {
 		p.watch = &allocWatcher{w: stderr}
-		errW2 = p.watch
+		errW = p.watch
 	}
-	go procio.Pump(outR, stdout, p.outDone)
-	go procio.Pump(errR, errW2, p.errDone)
+	if outR == errR {
+		// A terminal: one stream, in which allocation failures show too.
+		p.errDone = p.outDone
+		go procio.Pump(outR, errW, p.outDone)
+	} else {
+		go procio.Pump(outR, stdout, p.outDone)
+		go procio.Pump(errR, errW, p.errDone)
+	}
 	p.stopAfter = context.AfterFunc(ctx, func() {
 		defer close(p.afterDone)
 		_ = p.Signal(int(syscall.SIGKILL))
 	})
 	return p, nil
+}
+
+// newCgroup returns a new control group with the executor's limits, or
+// nil when control groups do not apply.
+func (e *Executor) newCgroup() (*isolate.Cgroup, error) {
+	if e.cg == nil {
+		return nil, nil
+	}
+	var mem, pids int64
+	if e.cg.Memory() {
+		mem = e.memory
+	}
+	if e.cg.Pids() {
+		pids = e.procs
+	}
+	if mem == 0 && pids == 0 {
+		return nil, nil
+	}
+	return e.cg.New(mem, pids)
 }
 
 // rlimits are the limits applied in every sandbox.

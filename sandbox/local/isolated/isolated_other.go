@@ -14,10 +14,15 @@ import (
 // error wraps ErrUnavailable.
 func New(opts ...Option) (*Executor, error) {
 	_ = newIsolated(opts) // the options are valid, isolation is not
-	return nil, fmt.Errorf("%w: Linux namespaces are not available on %s", ErrUnavailable, runtime.GOOS)
+	return nil, errNotLinux()
+}
+
+// errNotLinux is what every use of isolation fails with on this system.
+func errNotLinux() error {
+	return fmt.Errorf("%w: Linux namespaces are not available on %s", ErrUnavailable, runtime.GOOS)
 }
 
 // Start implements Executor; it always fails on this system.
 func (e *Executor) Start(context.Context, *local.Cmd) (local.Process, error) {
-	return nil, fmt.Errorf("%w: Linux namespaces are not available on %s", ErrUnavailable, runtime.GOOS)
+	return nil, errNotLinux()
 }

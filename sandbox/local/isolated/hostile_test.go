@@ -220,7 +220,11 @@ func TestProbeDiskQuota(t *testing.T) {
 	assert.Contains(t, string(res.Stderr), "disk quota")
 	used := diskUsage(t, filepath.Join(h.dir, "sandboxes"))
 	t.Logf("on disk when the command was killed: %d MiB (quota %d MiB)", used>>20, quota>>20)
-	assert.Less(t, used, int64(2<<30), "the disk filled far less than the command tried (10 GB)")
+	// The quota is watched, not enforced by the file system: a command gets
+	// as far as it writes before the watcher runs, which on a machine
+	// starved of CPU can be a few seconds. Half of what it tried is the bound
+	// that still proves the kill.
+	assert.Less(t, used, int64(5e9), "the disk filled far less than the command tried (10 GB)")
 	err := h.sb.WriteFile(t.Context(), "/vercel/sandbox/more", []byte("x"))
 	var apiErr *sandbox.APIError
 	require.ErrorAs(t, err, &apiErr, "an upload over the quota is refused")

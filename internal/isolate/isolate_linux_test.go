@@ -14,7 +14,7 @@ import (
 func TestArgs(t *testing.T) {
 	e := &Engine{path: "bwrap", disableUserns: true}
 	spec := &Spec{Path: "/usr/bin/true", Cwd: "/vercel/sandbox", Writable: []Mount{{Host: "/h/vercel", Path: "/vercel"}}}
-	a := strings.Join(e.args(spec, etcFiles("box")), " ")
+	a := strings.Join(e.args(spec, etcFiles("box", false)), " ")
 	for _, want := range []string{"--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop ALL",
 		"--disable-userns", "--uid 1000", "--bind /h/vercel /vercel", "--remount-ro / --chdir /vercel/sandbox", "-- /usr/bin/true"} {
 		assert.Contains(t, a, want)

@@ -36,6 +36,11 @@ type Mount struct {
 	Path string
 }
 
+// Account is a user of the sandbox: its user and primary group ids.
+type Account struct {
+	UID, GID int
+}
+
 // Rlimit is one resource limit (a syscall.RLIMIT_* resource).
 type Rlimit struct {
 	Resource int
@@ -54,8 +59,16 @@ type Spec struct {
 	// Cwd is the working directory, a sandbox path.
 	Cwd string
 	// Root runs the command as uid 0 inside the sandbox; otherwise it runs
-	// as DefaultUID. Either has no capability.
+	// as DefaultUID. Without the Engine's users (EnableUsers) either has no
+	// capability; with them root holds a few (see EnableUsers).
 	Root bool
+	// As, when not nil, runs the command as this account; it needs the
+	// Engine's users and overrides Root.
+	As *Account
+	// Etc, when not empty, is the host directory of the sandbox's own
+	// /etc, shown writable at /etc when the Engine has users; the host's
+	// files of /etc that programs need appear in it as symbolic links.
+	Etc string
 	// Hostname is the sandbox's host name.
 	Hostname string
 	// Writable lists host directories mounted read-write.

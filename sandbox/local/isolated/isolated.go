@@ -121,9 +121,10 @@ type Executor struct {
 	readOnly  []isolate.Mount
 	waitDelay time.Duration
 
-	cg       *isolate.Cgroups // nil: rlimits only
-	cgReason string
-	engine   *isolate.Engine
+	cg          *isolate.Cgroups // nil: rlimits only
+	cgReason    string
+	engine      *isolate.Engine
+	usersReason string // why the sandboxes have one user, when they do
 }
 
 // Option configures an Executor.
@@ -233,6 +234,7 @@ func (e *Executor) Limits() string {
 // closes its executor when it closes.
 func (e *Executor) Close() error {
 	e.cg.Close()
+	e.closeEngine()
 	return nil
 }
 

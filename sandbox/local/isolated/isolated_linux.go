@@ -30,6 +30,9 @@ func New(opts ...Option) (*Executor, error) {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	e.engine = engine
+	if err := engine.EnableUsers(); err != nil {
+		e.usersReason = err.Error()
+	}
 	if e.cgroups && (e.memory > 0 || e.procs > 0) {
 		cg, err := isolate.FindCgroups()
 		if err != nil {
@@ -38,11 +41,26 @@ func New(opts ...Option) (*Executor, error) {
 			e.cg = cg
 		}
 	}
-	if err := e.probe(); err != nil {
+	err = e.probe()
+	if err != nil && engine.Users() {
+		// One user still isolates.
+		e.usersReason = "a sandbox with several users failed: " + err.Error()
+		engine.Close()
+		if e.engine, err = isolate.NewEngine(); err == nil {
+			err = e.probe()
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return e, nil
 }
+
+func (e *Executor) closeEngine() { e.engine.Close() }
+
+// Users reports whether the sandboxes have several users (useradd,
+// sudo -u), and why not when they do not.
+func (e *Executor) Users() (bool, string) { return e.engine.Users(), e.usersReason }
 
 // probe runs a trivial command in a sandbox.
 func (e *Executor) probe() error {
@@ -103,6 +121,14 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 	}
 	cwd = path.Clean("/" + cwd)
 	stdout, stderr := procio.Writers(cmd.Stdout, cmd.Stderr)
+	var as *passwdEntry
+	if cmd.Name == "sudo" {
+		run, ent, msg := e.asSudo(cmd)
+		if msg != "" {
+			return &procio.Exited{Code: 1, Msg: msg, Stderr: stderr}, nil
+		}
+		cmd, as = run, ent
+	}
 
 	tree, err := os.OpenRoot(root)
 	if err != nil {
@@ -112,12 +138,16 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 	// Through an os.Root: a link that a command planted in the tree never
 	// leads these calls out of it.
 	home := "home/" + isolate.DefaultUser
-	for _, d := range []string{"vercel/sandbox", "tmp", home, "root"} {
+	for _, d := range []string{"vercel/sandbox", "tmp", home, "root", "shared"} {
 		if err := tree.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("isolated: prepare sandbox tree: %w", err)
 		}
 	}
 	_ = tree.Chmod("tmp", 0o777|fs.ModeSticky)
+	if e.engine.Users() {
+		// The sandbox's root owns /root, as on the image.
+		e.giveToRoot(tree, "root")
+	}
 	if top, _, _ := strings.Cut(strings.TrimPrefix(cwd, "/"), "/"); top != "" && !reservedTop[top] {
 		if err := tree.MkdirAll(strings.TrimPrefix(cwd, "/"), 0o755); err != nil {
 			return nil, fmt.Errorf("isolated: working directory: %w", err)
@@ -133,18 +163,22 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 			writable = append(writable, isolate.Mount{Host: filepath.Join(root, ent.Name()), Path: "/" + ent.Name()})
 		}
 	}
-	env := e.environ(cmd)
+	env := e.environ(cmd, as)
 	spec := &isolate.Spec{
 		Name:     cmd.Name,
 		Args:     cmd.Args,
 		Env:      procio.EnvList(env),
 		Cwd:      cwd,
 		Root:     cmd.Sudo,
+		Etc:      cmd.EtcDir,
 		Hostname: hostnameFor(cmd.SandboxName),
 		Writable: writable,
 		ReadOnly: e.readOnly,
 		Rlimits:  e.rlimits(),
 		Network:  e.network || cmd.NetworkPolicy == "allow-all",
+	}
+	if as != nil {
+		spec.As = &as.acct
 	}
 	if code, msg := spec.LookPath(env["PATH"]); code != 0 {
 		return &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
@@ -340,10 +374,14 @@ func (a *allocWatcher) Write(p []byte) (int, error) {
 	return a.w.Write(p)
 }
 
-// environ builds a command's environment; see Executor.
-func (e *Executor) environ(cmd *local.Cmd) map[string]string {
+// environ builds a command's environment; see Executor. as is the user
+// that sudo -u runs it as, if any.
+func (e *Executor) environ(cmd *local.Cmd, as *passwdEntry) map[string]string {
 	user, home := isolate.DefaultUser, "/home/"+isolate.DefaultUser
-	if cmd.Sudo {
+	switch {
+	case as != nil:
+		user, home = as.name, as.home
+	case cmd.Sudo:
 		user, home = "root", "/root"
 	}
 	env := map[string]string{

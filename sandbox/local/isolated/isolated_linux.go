@@ -94,6 +94,7 @@ func (e *Executor) probe() error {
 var reservedTop = map[string]bool{
 	"usr": true, "bin": true, "sbin": true, "lib": true, "lib32": true, "lib64": true, "libx32": true,
 	"etc": true, "proc": true, "dev": true, "sys": true,
+	"run": true, // where a sandbox with its own /etc finds the host's files of /etc
 }
 
 // Start implements Executor. It returns once the command runs inside its
@@ -128,6 +129,13 @@ func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 			return &procio.Exited{Code: 1, Msg: msg, Stderr: stderr}, nil
 		}
 		cmd, as = run, ent
+	}
+	if done, msg := chmodSetgid(cmd); done {
+		code := 0
+		if msg != "" {
+			code = 1
+		}
+		return &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
 	}
 
 	tree, err := os.OpenRoot(root)

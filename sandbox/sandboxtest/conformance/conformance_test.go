@@ -243,8 +243,10 @@ func TestConformanceIsolated(t *testing.T) {
 	}
 	require.NoError(t, err)
 	srv := newConformanceFake(t, local.WithExecutor(e))
-	// The isolated executor does not yet show the sandbox's own /etc
-	// (local.Cmd.EtcDir) or map more than one uid, so useradd cannot work
-	// in it yet.
-	conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client() }, conformance.Skip(conformance.ScenarioUsers))
+	var opts []conformance.Option
+	if ok, why := e.Users(); !ok {
+		t.Logf("users scenario skipped: %s", why)
+		opts = append(opts, conformance.Skip(conformance.ScenarioUsers))
+	}
+	conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client() }, opts...)
 }

@@ -335,6 +335,7 @@ var etcPaths = []string{
 	"resolv.conf", "nsswitch.conf", "host.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
 	"localtime", "services", "protocols", "mime.types", "ssl/certs", "ssl/openssl.cnf",
 	"ca-certificates", "pki/tls/certs", "pki/ca-trust", "crypto-policies", "alternatives", "gai.conf",
+	"login.defs",
 }
 
 // maxCopied is the size up to which a file of /etc is copied rather than

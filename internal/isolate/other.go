@@ -23,6 +23,9 @@ type Options struct {
 	Stdout, Stderr *os.File
 }
 
+// Users reports false.
+func (e *Engine) Users() bool { return false }
+
 // Process is a running sandbox.
 type Process struct{}
 

@@ -50,7 +50,7 @@ var rootCaps = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", 
 
 // users is the user namespace that an Engine's sandboxes join.
 type users struct {
-	ns      *os.File // /proc/<pid>/ns/user of the process that made it
+	ns      *os.File // /proc/<pid>/ns/user of the process that made it; closed when unreachable
 	base    int
 	setpriv string
 }
@@ -96,14 +96,6 @@ func (e *Engine) HostID(id int) int {
 		return os.Geteuid()
 	}
 	return e.users.base + id
-}
-
-// Close releases the engine's user namespace. Sandboxes started later
-// fail.
-func (e *Engine) Close() {
-	if e.users != nil {
-		e.users.ns.Close()
-	}
 }
 
 // subordinateBase returns the first id of name's range of at least idCount

@@ -45,7 +45,6 @@ func New(opts ...Option) (*Executor, error) {
 	if err != nil && engine.Users() {
 		// One user still isolates.
 		e.usersReason = "a sandbox with several users failed: " + err.Error()
-		engine.Close()
 		if e.engine, err = isolate.NewEngine(); err == nil {
 			err = e.probe()
 		}
@@ -56,11 +55,6 @@ func New(opts ...Option) (*Executor, error) {
 	return e, nil
 }
 
-func (e *Executor) closeEngine() { e.engine.Close() }
-
-// Users reports whether the sandboxes have several users (useradd,
-// sudo -u), and why not when they do not.
-func (e *Executor) Users() (bool, string) { return e.engine.Users(), e.usersReason }
 
 // probe runs a trivial command in a sandbox.
 func (e *Executor) probe() error {

@@ -21,5 +21,3 @@ func New(opts ...Option) (*Executor, error) {
 func (e *Executor) Start(context.Context, *local.Cmd) (local.Process, error) {
 	return nil, fmt.Errorf("%w: Linux namespaces are not available on %s", ErrUnavailable, runtime.GOOS)
 }
-
-func (e *Executor) closeEngine() {}

@@ -12,7 +12,9 @@
 // init process before the command starts, so the command and all it starts
 // inherit them), a seccomp filter that keeps files from becoming setuid or
 // setgid, the network policy (loopback only, or the host's network), and
-// the shell's lookup of the command with its exit codes 126 and 127.
+// the shell's lookup of the command with its exit codes 126 and 127. Where
+// the server runs as root, an Engine's sandboxes can also have several
+// users and their own writable /etc (EnableUsers).
 package isolate
 
 import (

@@ -55,7 +55,6 @@ func New(opts ...Option) (*Executor, error) {
 	return e, nil
 }
 
-
 // probe runs a trivial command in a sandbox.
 func (e *Executor) probe() error {
 	dir, err := os.MkdirTemp("", "sandboxtest-probe-")

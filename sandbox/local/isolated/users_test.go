@@ -42,6 +42,9 @@ func TestUsers(t *testing.T) {
 	assert.Equal(t, "vercel-sandbox 1000", run(&command.Cmd{Name: "sh", Args: []string{"-c", "echo $(id -un) $(id -u)"}}))
 	assert.Equal(t, "root 0", run(&command.Cmd{Name: "sh", Args: []string{"-c", "echo $(id -un) $(id -u)"}, Sudo: true}))
 
+	_, err = sb.Output(ctx, &command.Cmd{Name: "unshare", Args: []string{"--user", "true"}, Sudo: true})
+	assert.Error(t, err, "no user namespace of its own, even as root")
+
 	u, err := sb.CreateUser(ctx, "alice")
 	require.NoError(t, err)
 	res, err := u.Run(ctx, &command.Cmd{Name: "id", Args: []string{"-un"}})

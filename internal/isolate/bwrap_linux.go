@@ -18,8 +18,9 @@ import (
 // How a sandbox starts. bwrap (the outer process, our child) clones the
 // sandbox's init process into new namespaces and reports its pid on the
 // info descriptor. The init process builds the root filesystem, then
-// blocks on the block descriptor before it loads the seccomp filter and
-// starts the command. While it blocks, Start applies the rlimits to it
+// reads the seccomp filter to its end before it loads it and starts the
+// command; Start closes the pipe that carries it only once it has applied
+// the rlimits to the init process
 // (prlimit) and moves it into the control group: the command inherits
 // both, and never runs a single instruction without them. When the
 // command exits, the init process exits with its status and the kernel
@@ -28,7 +29,8 @@ import (
 // Engine starts sandboxes with one bwrap executable.
 type Engine struct {
 	path          string
-	disableUserns bool // bwrap can forbid new user namespaces inside
+	disableUserns bool   // bwrap can forbid new user namespaces inside
+	users         *users // see EnableUsers; nil: one id
 }
 
 // NewEngine finds bwrap in the PATH. It fails, wrapping ErrUnavailable,
@@ -68,8 +70,8 @@ type Process struct {
 // files of /etc follow.
 const (
 	fdInfo = 3 + iota
-	fdBlock
 	fdSeccomp
+	fdUserns // the engine's user namespace, or none
 	fdFiles
 )
 
@@ -80,16 +82,22 @@ const startRetries = 20
 // Start starts spec in a new sandbox and returns once its command is
 // about to start, bound by its limits.
 func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
-	files := etcFiles(spec.Hostname)
+	own := e.ownEtc(spec)
+	if own {
+		if err := e.prepareEtc(spec.Etc, spec.Hostname); err != nil {
+			return nil, fmt.Errorf("isolate: the sandbox's /etc: %w", err)
+		}
+	}
+	files := etcFiles(spec.Hostname, own)
 	var parent, child []*os.File
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
 			f.Close()
 		}
 	}
-	// info: bwrap writes, we read; block: we write, bwrap reads; the
-	// others carry data bwrap reads to its end.
-	data := [][]byte{nil, nil, seccompFilter()}
+	// info: bwrap writes, we read; the others carry data bwrap reads to
+	// its end: the seccomp filter's only once the sandbox is released.
+	data := [][]byte{nil, seccompFilter()}
 	for _, f := range files {
 		data = append(data, f.data)
 	}
@@ -105,21 +113,26 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 			continue
 		}
 		parent, child = append(parent, w), append(child, r)
+		// At most a few KiB, well below the capacity of a pipe.
+		if _, err := w.Write(d); err != nil {
+			closeAll(parent)
+			closeAll(child)
+			return nil, err
+		}
 		if i >= 2 {
-			// At most a few KiB, well below the capacity of a pipe.
-			if _, err := w.Write(d); err != nil {
-				closeAll(parent)
-				closeAll(child)
-				return nil, err
-			}
 			w.Close()
 		}
 	}
-	info, block := parent[0], parent[1]
+	info, release := parent[0], parent[1]
 	defer info.Close()
-	defer block.Close()
+	defer release.Close()
 
 	argv := append([]string{e.path}, e.args(spec, files)...)
+	extra := append(child[:fdUserns-fdInfo:fdUserns-fdInfo], nil)
+	if e.users != nil {
+		extra[fdUserns-fdInfo] = e.users.ns
+	}
+	extra = append(extra, child[fdUserns-fdInfo:]...)
 	var c *exec.Cmd
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -130,7 +143,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 			Dir:        "/",
 			Stdout:     o.Stdout,
 			Stderr:     o.Stderr,
-			ExtraFiles: child,
+			ExtraFiles: extra,
 			SysProcAttr: &syscall.SysProcAttr{
 				Setsid:    true,
 				Pdeathsig: syscall.SIGKILL,
@@ -175,7 +188,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 			return abort(err)
 		}
 	}
-	if _, err := block.Write([]byte{1}); err != nil {
+	if err := release.Close(); err != nil {
 		return abort(fmt.Errorf("isolate: release the sandbox: %w", err))
 	}
 	return p, nil
@@ -259,28 +272,47 @@ func (p *Process) Wait() (int, error) {
 
 // args is bwrap's command line for spec, after argv[0].
 func (e *Engine) args(spec *Spec, files []etcFile) []string {
-	a := []string{
-		"--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
-		"--cap-drop", "ALL",
-	}
-	if spec.Network {
-		a = append(a, "--share-net")
-	}
-	if e.disableUserns {
-		a = append(a, "--disable-userns")
+	a := []string{"--die-with-parent", "--new-session", "--cap-drop", "ALL"}
+	if e.users != nil {
+		// bwrap joins the engine's user namespace, made without the
+		// user namespaces it can make.
+		a = append(a, "--userns", strconv.Itoa(fdUserns),
+			"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try")
+		if !spec.Network {
+			a = append(a, "--unshare-net")
+		}
+	} else {
+		a = append(a, "--unshare-all", "--unshare-user")
+		if spec.Network {
+			a = append(a, "--share-net")
+		}
+		if e.disableUserns {
+			a = append(a, "--disable-userns")
+		}
 	}
 	uid, gid := DefaultUID, DefaultGID
-	if spec.Root {
+	if spec.Root && e.users == nil {
 		uid, gid = 0, 0
+	}
+	path, args := spec.Path, spec.Args
+	if acct := spec.account(); acct != nil && e.users != nil {
+		a, path, args = e.switchUser(a, *acct, path, args)
 	}
 	hostname := spec.Hostname
 	if hostname == "" {
 		hostname = "sandbox"
 	}
 	a = append(a, "--uid", strconv.Itoa(uid), "--gid", strconv.Itoa(gid), "--hostname", hostname)
-	a = append(a, systemArgs()...)
+	etc := "/etc"
+	if e.ownEtc(spec) {
+		etc = stagedEtc
+	}
+	a = append(a, systemArgs(etc)...)
 	for i, f := range files {
-		a = append(a, "--perms", "0644", "--file", strconv.Itoa(fdFiles+i), "/etc/"+f.name)
+		a = append(a, "--perms", "0644", "--file", strconv.Itoa(fdFiles+i), etc+"/"+f.name)
+	}
+	if etc != "/etc" {
+		a = append(a, "--bind", spec.Etc, "/etc")
 	}
 	for _, m := range spec.Writable {
 		a = append(a, "--bind", m.Host, m.Path)
@@ -289,10 +321,15 @@ func (e *Engine) args(spec *Spec, files []etcFile) []string {
 		a = append(a, "--ro-bind", m.Host, m.Path)
 	}
 	a = append(a, "--remount-ro", "/", "--chdir", spec.Cwd,
-		"--info-fd", strconv.Itoa(fdInfo), "--block-fd", strconv.Itoa(fdBlock),
-		"--seccomp", strconv.Itoa(fdSeccomp))
-	a = append(a, "--", spec.Path)
-	return append(a, spec.Args...)
+		"--info-fd", strconv.Itoa(fdInfo), "--seccomp", strconv.Itoa(fdSeccomp))
+	if e.users != nil {
+		// bwrap leaves the descriptor of --userns open for the command,
+		// but closes its --block-fd after one read, whose failure on a
+		// namespace it ignores.
+		a = append(a, "--block-fd", strconv.Itoa(fdUserns))
+	}
+	a = append(a, "--", path)
+	return append(a, args...)
 }
 
 // etcPaths are the host's files of /etc that programs need, read-only.
@@ -303,6 +340,7 @@ var etcPaths = []string{
 	"resolv.conf", "nsswitch.conf", "host.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
 	"localtime", "services", "protocols", "mime.types", "ssl/certs", "ssl/openssl.cnf",
 	"ca-certificates", "pki/tls/certs", "pki/ca-trust", "crypto-policies", "alternatives", "gai.conf",
+	"login.defs",
 }
 
 // maxCopied is the size up to which a file of /etc is copied rather than
@@ -315,58 +353,72 @@ const shmSize = 64 << 20
 
 // hostEtc is how each of etcPaths reaches the sandbox.
 type hostEtc struct {
-	mounts []string // bwrap arguments: symbolic links and mounts
-	copied []string // names of the files to copy
+	mounted []string // names of the symbolic links and mounts
+	copied  []string // names of the files to copy
 }
 
 // etcLayout sorts etcPaths once.
 var etcLayout = sync.OnceValue(func() hostEtc {
 	var h hostEtc
 	for _, e := range etcPaths {
-		args, fi := mirror("/etc/" + e)
-		if fi != nil && fi.Mode().IsRegular() && fi.Size() <= maxCopied {
+		fi, err := os.Lstat("/etc/" + e)
+		switch {
+		case err != nil:
+		case fi.Mode().IsRegular() && fi.Size() <= maxCopied:
 			h.copied = append(h.copied, e)
-			continue
+		default:
+			h.mounted = append(h.mounted, e)
 		}
-		h.mounts = append(h.mounts, args...)
 	}
 	return h
 })
 
-// mirror returns the bwrap arguments that show the host path p at the
-// same path in the sandbox, read-only: a symbolic link is recreated, any
-// other file mounted. It also returns what Lstat said of p; nothing when p
-// is missing.
-func mirror(p string) ([]string, fs.FileInfo) {
+// mirror returns the bwrap arguments that show the host path p at dest in
+// the sandbox, read-only: a symbolic link is recreated, any other file
+// mounted. Nothing when p is missing.
+func mirror(p, dest string) []string {
 	fi, err := os.Lstat(p)
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	if fi.Mode()&fs.ModeSymlink == 0 {
-		return []string{"--ro-bind", p, p}, fi
+		return []string{"--ro-bind", p, dest}
 	}
 	target, err := os.Readlink(p)
 	if err != nil {
-		return nil, nil
+		return nil
 	}
-	return []string{"--symlink", target, p}, fi
+	return []string{"--symlink", target, dest}
 }
 
 // systemArgs mount what every sandbox shares: the host's system
-// directories read-only, /etc with what etcLayout mounts, a fresh /proc,
-// a minimal /dev (null, zero, full, random, urandom, tty, pts, shm)
-// read-only but for a bounded /dev/shm. It is computed once.
-var systemArgs = sync.OnceValue(func() []string {
+// directories read-only, etc (/etc, or stagedEtc for a sandbox with its own
+// /etc) with what etcLayout mounts, a fresh /proc, a minimal /dev (null,
+// zero, full, random, urandom, tty, pts, shm) read-only but for a bounded
+// /dev/shm. Each variant is computed once.
+func systemArgs(etc string) []string {
+	systemArgsMu.Lock()
+	defer systemArgsMu.Unlock()
+	if a, ok := systemArgsCache[etc]; ok {
+		return a
+	}
 	var a []string
 	for _, d := range systemDirs {
-		args, _ := mirror("/" + d)
-		a = append(a, args...)
+		a = append(a, mirror("/"+d, "/"+d)...)
 	}
-	a = append(a, "--dir", "/etc")
-	a = append(a, etcLayout().mounts...)
-	return append(a, "--proc", "/proc", "--dev", "/dev",
-		"--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
-})
+	a = append(a, "--dir", etc)
+	for _, name := range etcLayout().mounted {
+		a = append(a, mirror("/etc/"+name, etc+"/"+name)...)
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
+	systemArgsCache[etc] = a
+	return a
+}
+
+var (
+	systemArgsMu    sync.Mutex
+	systemArgsCache = map[string][]string{}
+)
 
 // etcFile is a file written into the sandbox's /etc.
 type etcFile struct {
@@ -376,18 +428,12 @@ type etcFile struct {
 
 // etcFiles returns the files of the sandbox's /etc: passwd, group,
 // hostname and hosts, generated, and the small files of etcLayout as they
-// are now on the host.
-func etcFiles(hostname string) []etcFile {
-	if hostname == "" {
-		hostname = "sandbox"
-	}
-	files := []etcFile{
-		{"passwd", []byte("root:x:0:0:root:/root:/bin/bash\n" +
-			fmt.Sprintf("%s:x:%d:%d::/home/%s:/bin/bash\n", DefaultUser, DefaultUID, DefaultGID, DefaultUser) +
-			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")},
-		{"group", []byte("root:x:0:\n" + fmt.Sprintf("%s:x:%d:\n", DefaultUser, DefaultGID) + "nogroup:x:65534:\n")},
-		{"hostname", []byte(hostname + "\n")},
-		{"hosts", []byte("127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n")},
+// are now on the host. A sandbox with its own /etc (own) gets the latter
+// only: it keeps its accounts, host name and hosts in its /etc.
+func etcFiles(hostname string, own bool) []etcFile {
+	var files []etcFile
+	if !own {
+		files = generatedEtc(hostname)
 	}
 	for _, name := range etcLayout().copied {
 		data, err := os.ReadFile("/etc/" + name)
@@ -396,4 +442,19 @@ func etcFiles(hostname string) []etcFile {
 		}
 	}
 	return files
+}
+
+// generatedEtc are the files of /etc made for each sandbox.
+func generatedEtc(hostname string) []etcFile {
+	if hostname == "" {
+		hostname = "sandbox"
+	}
+	return []etcFile{
+		{"passwd", []byte("root:x:0:0:root:/root:/bin/bash\n" +
+			fmt.Sprintf("%s:x:%d:%d::/home/%s:/bin/bash\n", DefaultUser, DefaultUID, DefaultGID, DefaultUser) +
+			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")},
+		{"group", []byte("root:x:0:\n" + fmt.Sprintf("%s:x:%d:\n", DefaultUser, DefaultGID) + "nogroup:x:65534:\n")},
+		{"hostname", []byte(hostname + "\n")},
+		{"hosts", []byte("127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n")},
+	}
 }

@@ -24,6 +24,9 @@ type Options struct {
 	TTY            *os.File
 }
 
+// Users reports false.
+func (e *Engine) Users() bool { return false }
+
 // Process is a running sandbox.
 type Process struct{}
 

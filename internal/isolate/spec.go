@@ -13,7 +13,9 @@
 // init process before the command starts, so the command and all it starts
 // inherit them), a seccomp filter that keeps files from becoming setuid or
 // setgid, the network policy (loopback only, or the host's network), and
-// the shell's lookup of the command with its exit codes 126 and 127.
+// the shell's lookup of the command with its exit codes 126 and 127. Where
+// the server runs as root, an Engine's sandboxes can also have several
+// users and their own writable /etc (EnableUsers).
 package isolate
 
 import (
@@ -37,6 +39,11 @@ type Mount struct {
 	Path string
 }
 
+// Account is a user of the sandbox: its user and primary group ids.
+type Account struct {
+	UID, GID int
+}
+
 // Rlimit is one resource limit (a syscall.RLIMIT_* resource).
 type Rlimit struct {
 	Resource int
@@ -55,8 +62,16 @@ type Spec struct {
 	// Cwd is the working directory, a sandbox path.
 	Cwd string
 	// Root runs the command as uid 0 inside the sandbox; otherwise it runs
-	// as DefaultUID. Either has no capability.
+	// as DefaultUID. Without the Engine's users (EnableUsers) either has no
+	// capability; with them root holds a few (see EnableUsers).
 	Root bool
+	// As, when not nil, runs the command as this account; it needs the
+	// Engine's users and overrides Root.
+	As *Account
+	// Etc, when not empty, is the host directory of the sandbox's own
+	// /etc, shown writable at /etc when the Engine has users; the host's
+	// files of /etc that programs need appear in it as symbolic links.
+	Etc string
 	// Hostname is the sandbox's host name.
 	Hostname string
 	// Writable lists host directories mounted read-write.

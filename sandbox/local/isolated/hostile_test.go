@@ -79,7 +79,11 @@ func TestProbeReadHostFiles(t *testing.T) {
 	res := h.bash(fmt.Sprintf("cat %q /etc/shadow; ls -A %q", secret, home), true)
 	assert.NotContains(t, string(res.Stdout), "host secret", "a host file is not readable")
 	assert.Contains(t, string(res.Stderr), secret+": No such file or directory")
-	assert.Contains(t, string(res.Stderr), "/etc/shadow: No such file or directory")
+	// /etc/shadow is the sandbox's own, if it has one.
+	if host, err := os.ReadFile("/etc/shadow"); err == nil && len(host) > 0 {
+		first, _, _ := strings.Cut(string(host), "\n")
+		assert.NotContains(t, string(res.Stdout), first, "the host's /etc/shadow is not readable")
+	}
 	if entries, _ := os.ReadDir(home); len(entries) > 0 && home != "/root" {
 		assert.NotContains(t, string(res.Stdout), entries[0].Name(), "the host's home is not listed")
 	}

@@ -54,7 +54,9 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 //   - a root filesystem of its own: the host's /usr, /bin, /sbin and /lib*
 //     read-only (symbolic links such as /bin -> usr/bin preserved), a few
 //     files of /etc (resolv.conf, ld.so.cache, certificates, ...) read-only,
-//     a generated /etc/passwd, /etc/group, /etc/hostname and /etc/hosts, a
+//     a generated /etc/passwd, /etc/group, /etc/hostname and /etc/hosts (or,
+//     with users, the sandbox's own writable /etc, where those files of the
+//     host are links to their read-only copies under /run/host-etc), a
 //     fresh /proc with /proc/sys read-only, and a minimal read-only /dev
 //     (null, zero, full, random, urandom, tty, pts) with a 64 MiB /dev/shm.
 //     Nothing else of the host is visible;
@@ -79,9 +81,16 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 //     custom policies get loopback only: domain and subnet rules are not
 //     emulated. HostNetwork opens the network for every command;
 //   - a user: uid 1000 (vercel-sandbox, home /home/vercel-sandbox) or, with
-//     sudo, uid 0 (root, home /root), both without any capability. Both are
-//     the host user running the server, so that the sandbox's tree stays
-//     writable by the commands and by the file API alike. A seccomp filter
+//     sudo, uid 0 (root, home /root). uid 1000 is the host user running the
+//     server, so that the sandbox's tree stays writable by the commands and
+//     by the file API alike. Where the server runs as root (see Users), the
+//     sandbox has its own writable /etc (Cmd.EtcDir) and ids 0 to 65535, so
+//     useradd, groupadd, usermod, chown and sudo -u work as on the image;
+//     root and the users it makes are unprivileged host ids, and root holds
+//     a few capabilities that act on the sandbox's own files and processes
+//     only. Elsewhere uid 0 is the server's host user too, without any
+//     capability, and sudo -u fails. A command named sudo is played by the
+//     executor (no program can gain privileges inside). A seccomp filter
 //     refuses to make any file setuid or setgid (on amd64 and arm64), so
 //     nothing a command leaves behind runs with the server's privileges.
 //
@@ -125,9 +134,10 @@ type Executor struct {
 	readOnly  []isolate.Mount
 	waitDelay time.Duration
 
-	cg       *isolate.Cgroups // nil: rlimits only
-	cgReason string
-	engine   *isolate.Engine
+	cg          *isolate.Cgroups // nil: rlimits only
+	cgReason    string
+	engine      *isolate.Engine
+	usersReason string // why the sandboxes have one user, when they do
 }
 
 // Option configures an Executor.
@@ -231,6 +241,10 @@ func (e *Executor) Limits() string {
 	}
 	return b.String()
 }
+
+// Users reports whether the sandboxes have several users (useradd,
+// sudo -u), and why not when they do not.
+func (e *Executor) Users() (bool, string) { return e.engine.Users(), e.usersReason }
 
 // Close removes what the executor keeps between commands (control groups
 // kept for reuse). Commands started later still run. A local.Server

@@ -30,6 +30,9 @@ func New(opts ...Option) (*Executor, error) {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	e.engine = engine
+	if err := engine.EnableUsers(); err != nil {
+		e.usersReason = err.Error()
+	}
 	if e.cgroups && (e.memory > 0 || e.procs > 0) {
 		cg, err := isolate.FindCgroups()
 		if err != nil {
@@ -38,7 +41,15 @@ func New(opts ...Option) (*Executor, error) {
 			e.cg = cg
 		}
 	}
-	if err := e.probe(); err != nil {
+	err = e.probe()
+	if err != nil && engine.Users() {
+		// One user still isolates.
+		e.usersReason = "a sandbox with several users failed: " + err.Error()
+		if e.engine, err = isolate.NewEngine(); err == nil {
+			err = e.probe()
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return e, nil
@@ -76,6 +87,7 @@ func (e *Executor) probe() error {
 var reservedTop = map[string]bool{
 	"usr": true, "bin": true, "sbin": true, "lib": true, "lib32": true, "lib64": true, "libx32": true,
 	"etc": true, "proc": true, "dev": true, "sys": true,
+	"run": true, // where a sandbox with its own /etc finds the host's files of /etc
 }
 
 // Start implements Executor. It returns once the command runs inside its
@@ -110,6 +122,21 @@ func (e *Executor) start(ctx context.Context, cmd *local.Cmd, tty *ttySize) (loc
 	}
 	cwd = path.Clean("/" + cwd)
 	stdout, stderr := procio.Writers(cmd.Stdout, cmd.Stderr)
+	var as *passwdEntry
+	if cmd.Name == "sudo" {
+		run, ent, msg := e.asSudo(cmd)
+		if msg != "" {
+			return &procio.Exited{Code: 1, Msg: msg, Stderr: stderr}, nil
+		}
+		cmd, as = run, ent
+	}
+	if done, msg := chmodSetgid(cmd); done {
+		code := 0
+		if msg != "" {
+			code = 1
+		}
+		return &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
+	}
 
 	tree, err := os.OpenRoot(root)
 	if err != nil {
@@ -119,12 +146,16 @@ func (e *Executor) start(ctx context.Context, cmd *local.Cmd, tty *ttySize) (loc
 	// Through an os.Root: a link that a command planted in the tree never
 	// leads these calls out of it.
 	home := "home/" + isolate.DefaultUser
-	for _, d := range []string{"vercel/sandbox", "tmp", home, "root"} {
+	for _, d := range []string{"vercel/sandbox", "tmp", home, "root", "shared"} {
 		if err := tree.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("isolated: prepare sandbox tree: %w", err)
 		}
 	}
 	_ = tree.Chmod("tmp", 0o777|fs.ModeSticky)
+	if e.engine.Users() {
+		// The sandbox's root owns /root, as on the image.
+		e.giveToRoot(tree, "root")
+	}
 	if top, _, _ := strings.Cut(strings.TrimPrefix(cwd, "/"), "/"); top != "" && !reservedTop[top] {
 		if err := tree.MkdirAll(strings.TrimPrefix(cwd, "/"), 0o755); err != nil {
 			return nil, fmt.Errorf("isolated: working directory: %w", err)
@@ -140,18 +171,22 @@ func (e *Executor) start(ctx context.Context, cmd *local.Cmd, tty *ttySize) (loc
 			writable = append(writable, isolate.Mount{Host: filepath.Join(root, ent.Name()), Path: "/" + ent.Name()})
 		}
 	}
-	env := e.environ(cmd)
+	env := e.environ(cmd, as)
 	spec := &isolate.Spec{
 		Name:     cmd.Name,
 		Args:     cmd.Args,
 		Env:      procio.EnvList(env),
 		Cwd:      cwd,
 		Root:     cmd.Sudo,
+		Etc:      cmd.EtcDir,
 		Hostname: hostnameFor(cmd.SandboxName),
 		Writable: writable,
 		ReadOnly: e.readOnly,
 		Rlimits:  e.rlimits(),
 		Network:  e.network || cmd.NetworkPolicy == "allow-all",
+	}
+	if as != nil {
+		spec.As = &as.acct
 	}
 	if code, msg := spec.LookPath(env["PATH"]); code != 0 {
 		return &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
@@ -399,10 +434,14 @@ func (a *allocWatcher) Write(p []byte) (int, error) {
 	return a.w.Write(p)
 }
 
-// environ builds a command's environment; see Executor.
-func (e *Executor) environ(cmd *local.Cmd) map[string]string {
+// environ builds a command's environment; see Executor. as is the user
+// that sudo -u runs it as, if any.
+func (e *Executor) environ(cmd *local.Cmd, as *passwdEntry) map[string]string {
 	user, home := isolate.DefaultUser, "/home/"+isolate.DefaultUser
-	if cmd.Sudo {
+	switch {
+	case as != nil:
+		user, home = as.name, as.home
+	case cmd.Sudo:
 		user, home = "root", "/root"
 	}
 	env := map[string]string{

@@ -125,7 +125,7 @@ ls /`, secret, secretDir, wd)
 	top = top[1:]
 	assert.Subset(t, top, []string{"dev", "etc", "home", "proc", "root", "tmp", "usr", "vercel"})
 	assert.Subset(t, []string{"bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "proc", "root",
-		"sbin", "tmp", "usr", "vercel"}, top, "nothing else of the host is visible")
+		"run", "sbin", "shared", "tmp", "usr", "vercel"}, top, "nothing else of the host is visible")
 }
 
 func TestIsolatedWritesConfined(t *testing.T) {

@@ -1,0 +1,86 @@
+//go:build linux
+
+package isolated_test
+
+import (
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
+)
+
+// TestUsers makes users and groups as on the real image: each has an id
+// of its own inside, owns its files there as an unprivileged host id, and
+// the host's accounts do not change.
+func TestUsers(t *testing.T) {
+	t.Parallel()
+	iso := newIsolated(t)
+	if ok, why := iso.Users(); !ok {
+		t.Skipf("SKIPPED: no users in sandboxes here: %s", why)
+	}
+	hostPasswd, err := os.ReadFile("/etc/passwd")
+	require.NoError(t, err)
+	srv := sandboxtest.NewServer(t, local.WithExecutor(iso), local.WithDir(t.TempDir()))
+	ctx := t.Context()
+	sb, err := srv.Client().Create(ctx, sandbox.CreateParams{Name: "users"})
+	require.NoError(t, err)
+	run := func(cmd *command.Cmd) string {
+		t.Helper()
+		out, err := sb.Output(ctx, cmd)
+		require.NoError(t, err)
+		return strings.TrimSpace(string(out))
+	}
+
+	assert.Equal(t, "vercel-sandbox 1000", run(&command.Cmd{Name: "sh", Args: []string{"-c", "echo $(id -un) $(id -u)"}}))
+	assert.Equal(t, "root 0", run(&command.Cmd{Name: "sh", Args: []string{"-c", "echo $(id -un) $(id -u)"}, Sudo: true}))
+
+	_, err = sb.Output(ctx, &command.Cmd{Name: "unshare", Args: []string{"--user", "true"}, Sudo: true})
+	assert.Error(t, err, "no user namespace of its own, even as root")
+
+	u, err := sb.CreateUser(ctx, "alice")
+	require.NoError(t, err)
+	res, err := u.Run(ctx, &command.Cmd{Name: "id", Args: []string{"-un"}})
+	require.NoError(t, err)
+	assert.Equal(t, "alice\n", string(res.Stdout))
+	uid := run(&command.Cmd{Name: "id", Args: []string{"-u", "alice"}})
+	assert.NotEqual(t, "1000", uid)
+	assert.Equal(t, "alice /home/alice", run(&command.Cmd{Name: "sudo", Args: []string{"-u", "alice", "--", "sh", "-c", "echo $USER $HOME"}}))
+
+	g, err := sb.CreateGroup(ctx, "team")
+	require.NoError(t, err)
+	require.NoError(t, sb.AddUserToGroup(ctx, "alice", "team"))
+	assert.Contains(t, strings.Fields(run(&command.Cmd{Name: "id", Args: []string{"-Gn", "alice"}})), "team")
+	out, err := u.Output(ctx, &command.Cmd{Name: "id", Args: []string{"-Gn"}})
+	require.NoError(t, err)
+	assert.Contains(t, strings.Fields(string(out)), "team", "the user's commands hold its groups")
+	assert.Equal(t, "drwxrws--- vercel-sandbox team", run(&command.Cmd{Name: "stat", Args: []string{"-c", "%A %U %G", g.SharedDir}}))
+
+	run(&command.Cmd{Name: "sh", Args: []string{"-c", "echo hi > /vercel/sandbox/f"}})
+	run(&command.Cmd{Name: "chown", Args: []string{"alice", "/vercel/sandbox/f"}, Sudo: true})
+	assert.Equal(t, "alice", run(&command.Cmd{Name: "stat", Args: []string{"-c", "%U", "/vercel/sandbox/f"}}))
+	_, err = u.Output(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "echo more >> /vercel/sandbox/f"}})
+	require.NoError(t, err, "the owner writes its file")
+
+	// On the host: unprivileged ids, and the host's accounts unchanged.
+	for _, p := range []string{"/vercel/sandbox/f", "/home/alice"} {
+		hp, err := srv.HostPath("users", p)
+		require.NoError(t, err)
+		fi, err := os.Stat(hp)
+		require.NoError(t, err)
+		st := fi.Sys().(*syscall.Stat_t)
+		assert.NotEqual(t, uint32(os.Geteuid()), st.Uid, "%s belongs to alice's own host id", p)
+		assert.Greater(t, st.Uid, uint32(65535), "%s: an id no host account uses", p)
+	}
+	after, err := os.ReadFile("/etc/passwd")
+	require.NoError(t, err)
+	assert.Equal(t, string(hostPasswd), string(after), "the host's /etc/passwd is untouched")
+	assert.NotContains(t, string(after), "alice")
+}

@@ -4,7 +4,6 @@
 package cmdstream
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,45 +105,129 @@ func EndedEarly(sessionID, commandID, what string) error {
 		SessionID: sessionID, CommandID: commandID}
 }
 
-var (
-	stdoutPrefix = []byte(`{"stream":"stdout","data":"`)
-	stderrPrefix = []byte(`{"stream":"stderr","data":"`)
-)
-
-// fastLog decodes the common log line whose data needs no unescaping, as
-// the servers write it, without a general JSON decode. Anything else
-// (escapes, other key orders, extra keys) takes the general path, which
-// gives the same result.
+// fastLog decodes a log line whose two keys, "stream" and "data", come in
+// either order ({"data":…,"stream":…} is how hosted Vercel writes them,
+// {"stream":…,"data":…} how the local backend once did), without a general
+// JSON decode: one allocation, for the data. Anything else (\u escapes,
+// other or repeated keys, an error frame, a command line) takes the general
+// path, which gives the same result.
 func fastLog(line []byte) (Frame, bool) {
+	i := skipSpace(line, 0)
+	if i == len(line) || line[i] != '{' {
+		return Frame{}, false
+	}
 	var k Kind
-	switch {
-	case bytes.HasPrefix(line, stdoutPrefix):
-		k = KindStdout
-	case bytes.HasPrefix(line, stderrPrefix):
-		k = KindStderr
-	default:
-		return Frame{}, false
-	}
-	rest := line[len(stdoutPrefix):]
-	if !bytes.HasSuffix(rest, []byte(`"}`)) {
-		return Frame{}, false
-	}
-	data := rest[:len(rest)-2]
-	out := make([]byte, 0, len(data))
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		switch {
-		case c == '"' || c < 0x20:
+	var data []byte
+	haveData := false
+	for {
+		i = skipSpace(line, i+1)
+		key, next, ok := rawString(line, i)
+		if !ok {
 			return Frame{}, false
+		}
+		i = skipSpace(line, next)
+		if i == len(line) || line[i] != ':' {
+			return Frame{}, false
+		}
+		i = skipSpace(line, i+1)
+		switch string(key) {
+		case "stream":
+			v, next, ok := rawString(line, i)
+			if !ok || k != 0 {
+				return Frame{}, false
+			}
+			switch string(v) {
+			case "stdout":
+				k = KindStdout
+			case "stderr":
+				k = KindStderr
+			default:
+				return Frame{}, false
+			}
+			i = next
+		case "data":
+			if haveData {
+				return Frame{}, false
+			}
+			data, i, ok = unquote(line, i)
+			if !ok {
+				return Frame{}, false
+			}
+			haveData = true
+		default:
+			return Frame{}, false
+		}
+		i = skipSpace(line, i)
+		if i == len(line) {
+			return Frame{}, false
+		}
+		if line[i] == '}' {
+			break
+		}
+		if line[i] != ',' {
+			return Frame{}, false
+		}
+	}
+	if k == 0 || !haveData || skipSpace(line, i+1) != len(line) {
+		return Frame{}, false
+	}
+	return Frame{Kind: k, Data: data}, true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// rawString returns the contents of the JSON string at b[i] when it has no
+// escapes, and the index after its closing quote.
+func rawString(b []byte, i int) (s []byte, next int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return b[i+1 : j], j + 1, true
+		case c == '\\' || c < 0x20:
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
+}
+
+// unquote decodes the JSON string at b[i] into a new slice, and returns
+// the index after its closing quote. It refuses \u escapes and invalid
+// UTF-8, which the general path handles.
+func unquote(b []byte, i int) (s []byte, next int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	end := i + 1
+	for end < len(b) && b[end] != '"' {
+		if b[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	if end >= len(b) {
+		return nil, 0, false
+	}
+	data := b[i+1 : end]
+	out := make([]byte, 0, len(data))
+	for j := 0; j < len(data); j++ {
+		c := data[j]
+		switch {
+		case c < 0x20:
+			return nil, 0, false
 		case c != '\\':
 			out = append(out, c)
 			continue
 		}
-		i++
-		if i == len(data) {
-			return Frame{}, false
-		}
-		switch data[i] {
+		j++
+		switch data[j] {
 		case 'n':
 			out = append(out, '\n')
 		case 't':
@@ -152,19 +235,19 @@ func fastLog(line []byte) (Frame, bool) {
 		case 'r':
 			out = append(out, '\r')
 		case '"', '\\', '/':
-			out = append(out, data[i])
+			out = append(out, data[j])
 		case 'b':
 			out = append(out, '\b')
 		case 'f':
 			out = append(out, '\f')
 		default: // \u escapes and anything unexpected
-			return Frame{}, false
+			return nil, 0, false
 		}
 	}
 	if !utf8.Valid(out) {
-		return Frame{}, false
+		return nil, 0, false
 	}
-	return Frame{Kind: k, Data: out}, true
+	return out, end + 1, true
 }
 
 // CheckContentType refuses an answer that is not an NDJSON stream; what

@@ -110,7 +110,10 @@ func FuzzDecoder(f *testing.F) {
 func FuzzFastLog(f *testing.F) {
 	for _, s := range []string{"hi\\n", "tab\\there", "q\\\"x\\\\y\\/", "é", "\\u00e9", "a\\", "\\b\\f\\r"} {
 		f.Add([]byte(`{"stream":"stdout","data":"` + s + `"}`))
+		f.Add([]byte(`{"data":"` + s + `","stream":"stderr"}`))
 	}
+	f.Add([]byte(` { "data" : "x" , "stream" : "stdout" } `))
+	f.Add([]byte(`{"data":"x","stream":"stdout","data":"y"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		fr, ok := fastLog(line)
 		if !ok {
@@ -146,5 +149,32 @@ func TestFastLogMatchesJSON(t *testing.T) {
 		}
 		require.NoError(t, err, s)
 		assert.Equal(t, w.Data, string(fr.Data), s)
+	}
+}
+
+// TestFastLogKeyOrders checks that both key orders, and spacing, take the
+// fast path: hosted Vercel writes data first.
+func TestFastLogKeyOrders(t *testing.T) {
+	t.Parallel()
+	for _, line := range []string{
+		`{"stream":"stdout","data":"hi\n"}`,
+		`{"data":"hi\n","stream":"stdout"}`,
+		` { "data" : "hi\n" , "stream" : "stdout" } `,
+	} {
+		fr, ok := fastLog([]byte(line))
+		require.True(t, ok, line)
+		assert.Equal(t, KindStdout, fr.Kind, line)
+		assert.Equal(t, "hi\n", string(fr.Data), line)
+	}
+	for _, line := range []string{
+		`{"data":"x"}`,
+		`{"stream":"stdout"}`,
+		`{"data":"x","stream":"stdout","data":"y"}`,
+		`{"data":"x","stream":"error"}`,
+		`{"data":"x","stream":"stdout","extra":1}`,
+		`{"data":"x","stream":"stdout"}x`,
+	} {
+		_, ok := fastLog([]byte(line))
+		assert.False(t, ok, line)
 	}
 }

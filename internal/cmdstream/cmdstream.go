@@ -4,6 +4,7 @@
 package cmdstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,17 +109,19 @@ func EndedEarly(sessionID, commandID, what string) error {
 // fastLog decodes a log line whose two keys, "stream" and "data", come in
 // either order ({"data":…,"stream":…} is how hosted Vercel writes them,
 // {"stream":…,"data":…} how the local backend once did), without a general
-// JSON decode: one allocation, for the data. Anything else (\u escapes,
-// other or repeated keys, an error frame, a command line) takes the general
-// path, which gives the same result.
+// JSON decode: one allocation, of the data's size. Anything else (\u
+// escapes, invalid UTF-8, other or repeated keys, an error frame, a command
+// line) takes the general path, which gives the same result. The line is
+// only read: the data is decoded once the whole line is known to be a log
+// frame, straight into its own slice.
 func fastLog(line []byte) (Frame, bool) {
 	i := skipSpace(line, 0)
 	if i == len(line) || line[i] != '{' {
 		return Frame{}, false
 	}
 	var k Kind
-	var data []byte
-	haveData := false
+	var data []byte // the data as it is in the line, without its quotes
+	size := -1      // the size of the decoded data; -1 until the key is seen
 	for {
 		i = skipSpace(line, i+1)
 		key, next, ok := rawString(line, i)
@@ -146,14 +149,14 @@ func fastLog(line []byte) (Frame, bool) {
 			}
 			i = next
 		case "data":
-			if haveData {
+			if size >= 0 {
 				return Frame{}, false
 			}
-			data, i, ok = unquote(line, i)
+			next, n, ok := scanString(line, i)
 			if !ok {
 				return Frame{}, false
 			}
-			haveData = true
+			data, size, i = line[i+1:next-1], n, next
 		default:
 			return Frame{}, false
 		}
@@ -168,10 +171,10 @@ func fastLog(line []byte) (Frame, bool) {
 			return Frame{}, false
 		}
 	}
-	if k == 0 || !haveData || skipSpace(line, i+1) != len(line) {
+	if k == 0 || size < 0 || skipSpace(line, i+1) != len(line) {
 		return Frame{}, false
 	}
-	return Frame{Kind: k, Data: data}, true
+	return Frame{Kind: k, Data: unescape(data, size)}, true
 }
 
 func skipSpace(b []byte, i int) int {
@@ -181,73 +184,106 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// plain marks the bytes that stand for themselves inside a JSON string:
+// all but the quote, the backslash and the control characters. Bytes from
+// 0x80 are plain here; scanString checks the UTF-8 they form.
+// It holds 1 for those, 0 for the others, so that a run of lookups can be
+// combined with & and tested once.
+var plain = func() (t [256]uint8) {
+	for c := 0x20; c < 256; c++ {
+		if c != '"' && c != '\\' {
+			t[c] = 1
+		}
+	}
+	return t
+}()
+
+// escaped maps the byte after a backslash to the byte it stands for, for
+// the escapes the fast path decodes; zero for the others (\u and invalid
+// ones), which the general path handles.
+var escaped = [256]byte{
+	'"': '"', '\\': '\\', '/': '/',
+	'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t',
+}
+
+// scanString checks the JSON string at b[i] for the fast path, and returns
+// the index after its closing quote and the size of its decoded contents.
+// It refuses (ok false) what the fast path leaves to encoding/json: \u and
+// invalid escapes, control characters, invalid UTF-8, and a string that is
+// not closed.
+func scanString(b []byte, i int) (next, size int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, 0, false
+	}
+	escapes := 0
+	for j := i + 1; j < len(b); {
+		rest := b[j:]
+		n := plainRun(rest)
+		j += n
+		if n == len(rest) {
+			break
+		}
+		switch rest[n] {
+		case '"':
+			s := b[i+1 : j]
+			if !utf8.Valid(s) {
+				return 0, 0, false
+			}
+			return j + 1, len(s) - escapes, true
+		case '\\':
+			if n+1 == len(rest) || escaped[rest[n+1]] == 0 {
+				return 0, 0, false
+			}
+			escapes++
+			j += 2
+		default: // a control character
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+// plainRun returns how many bytes at the start of s are plain. It tests
+// eight bytes at a time while it can: the common string has long runs.
+func plainRun(s []byte) int {
+	n := 0
+	for ; n+8 <= len(s); n += 8 {
+		w := s[n : n+8 : n+8]
+		if plain[w[0]]&plain[w[1]]&plain[w[2]]&plain[w[3]]&plain[w[4]]&plain[w[5]]&plain[w[6]]&plain[w[7]] == 0 {
+			break
+		}
+	}
+	for n < len(s) && plain[s[n]] != 0 {
+		n++
+	}
+	return n
+}
+
 // rawString returns the contents of the JSON string at b[i] when it has no
 // escapes, and the index after its closing quote.
 func rawString(b []byte, i int) (s []byte, next int, ok bool) {
-	if i >= len(b) || b[i] != '"' {
+	next, size, ok := scanString(b, i)
+	if !ok || size != next-i-2 {
 		return nil, 0, false
 	}
-	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			return b[i+1 : j], j + 1, true
-		case c == '\\' || c < 0x20:
-			return nil, 0, false
-		}
-	}
-	return nil, 0, false
+	return b[i+1 : next-1], next, true
 }
 
-// unquote decodes the JSON string at b[i] into a new slice, and returns
-// the index after its closing quote. It refuses \u escapes and invalid
-// UTF-8, which the general path handles.
-func unquote(b []byte, i int) (s []byte, next int, ok bool) {
-	if i >= len(b) || b[i] != '"' {
-		return nil, 0, false
+// unescape returns the contents s of a string scanString accepted, decoded
+// into a new slice of size bytes.
+func unescape(s []byte, size int) []byte {
+	if size == len(s) {
+		return bytes.Clone(s) // no escapes: a copy, without clearing first
 	}
-	end := i + 1
-	for end < len(b) && b[end] != '"' {
-		if b[end] == '\\' {
-			end++
+	out := make([]byte, 0, size)
+	for {
+		j := bytes.IndexByte(s, '\\')
+		if j < 0 {
+			return append(out, s...)
 		}
-		end++
+		out = append(append(out, s[:j]...), escaped[s[j+1]])
+		s = s[j+2:]
 	}
-	if end >= len(b) {
-		return nil, 0, false
-	}
-	data := b[i+1 : end]
-	out := make([]byte, 0, len(data))
-	for j := 0; j < len(data); j++ {
-		c := data[j]
-		switch {
-		case c < 0x20:
-			return nil, 0, false
-		case c != '\\':
-			out = append(out, c)
-			continue
-		}
-		j++
-		switch data[j] {
-		case 'n':
-			out = append(out, '\n')
-		case 't':
-			out = append(out, '\t')
-		case 'r':
-			out = append(out, '\r')
-		case '"', '\\', '/':
-			out = append(out, data[j])
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		default: // \u escapes and anything unexpected
-			return nil, 0, false
-		}
-	}
-	if !utf8.Valid(out) {
-		return nil, 0, false
-	}
-	return out, end + 1, true
 }
 
 // CheckContentType refuses an answer that is not an NDJSON stream; what

@@ -110,10 +110,10 @@ func EndedEarly(sessionID, commandID, what string) error {
 // either order ({"data":…,"stream":…} is how hosted Vercel writes them,
 // {"stream":…,"data":…} how the local backend once did), without a general
 // JSON decode: one allocation, of the data's size. Anything else (\u
-// escapes, invalid UTF-8, other or repeated keys, an error frame, a command
-// line) takes the general path, which gives the same result. The line is
-// only read: the data is decoded once the whole line is known to be a log
-// frame, straight into its own slice.
+// escapes, invalid UTF-8, other, repeated or escaped keys, an error frame,
+// a command line) takes the general path, which gives the same result.
+// The line is left as it is unless it is a log frame; then its data is
+// decoded in place, and copied out.
 func fastLog(line []byte) (Frame, bool) {
 	i := skipSpace(line, 0)
 	if i == len(line) || line[i] != '{' {
@@ -121,44 +121,33 @@ func fastLog(line []byte) (Frame, bool) {
 	}
 	var k Kind
 	var data []byte // the data as it is in the line, without its quotes
-	size := -1      // the size of the decoded data; -1 until the key is seen
+	haveData := false
 	for {
 		i = skipSpace(line, i+1)
-		key, next, ok := rawString(line, i)
-		if !ok {
+		var key string
+		if key, i = token(line, i, `"stream"`, `"data"`); key == "" {
 			return Frame{}, false
 		}
-		i = skipSpace(line, next)
+		i = skipSpace(line, i)
 		if i == len(line) || line[i] != ':' {
 			return Frame{}, false
 		}
 		i = skipSpace(line, i+1)
-		switch string(key) {
-		case "stream":
-			v, next, ok := rawString(line, i)
-			if !ok || k != 0 {
+		if key == `"stream"` {
+			var v string
+			if v, i = token(line, i, `"stdout"`, `"stderr"`); v == "" || k != 0 {
 				return Frame{}, false
 			}
-			switch string(v) {
-			case "stdout":
-				k = KindStdout
-			case "stderr":
+			k = KindStdout
+			if v == `"stderr"` {
 				k = KindStderr
-			default:
+			}
+		} else {
+			next, ok := scanString(line, i)
+			if !ok || haveData {
 				return Frame{}, false
 			}
-			i = next
-		case "data":
-			if size >= 0 {
-				return Frame{}, false
-			}
-			next, n, ok := scanString(line, i)
-			if !ok {
-				return Frame{}, false
-			}
-			data, size, i = line[i+1:next-1], n, next
-		default:
-			return Frame{}, false
+			data, haveData, i = line[i+1:next-1], true, next
 		}
 		i = skipSpace(line, i)
 		if i == len(line) {
@@ -171,10 +160,24 @@ func fastLog(line []byte) (Frame, bool) {
 			return Frame{}, false
 		}
 	}
-	if k == 0 || size < 0 || skipSpace(line, i+1) != len(line) {
+	if k == 0 || !haveData || skipSpace(line, i+1) != len(line) {
 		return Frame{}, false
 	}
-	return Frame{Kind: k, Data: unescape(data, size)}, true
+	return Frame{Kind: k, Data: bytes.Clone(unescape(data))}, true
+}
+
+// token returns whichever of a and b starts b[i:], and the index after
+// it; "" when neither does. Both are quoted JSON strings without escapes,
+// so a match is the whole string.
+func token(line []byte, i int, a, b string) (string, int) {
+	rest := line[i:]
+	switch {
+	case len(rest) >= len(a) && string(rest[:len(a)]) == a:
+		return a, i + len(a)
+	case len(rest) >= len(b) && string(rest[:len(b)]) == b:
+		return b, i + len(b)
+	}
+	return "", i
 }
 
 func skipSpace(b []byte, i int) int {
@@ -207,15 +210,13 @@ var escaped = [256]byte{
 }
 
 // scanString checks the JSON string at b[i] for the fast path, and returns
-// the index after its closing quote and the size of its decoded contents.
-// It refuses (ok false) what the fast path leaves to encoding/json: \u and
-// invalid escapes, control characters, invalid UTF-8, and a string that is
-// not closed.
-func scanString(b []byte, i int) (next, size int, ok bool) {
+// the index after its closing quote. It refuses (ok false) what the fast
+// path leaves to encoding/json: \u and invalid escapes, control
+// characters, invalid UTF-8, and a string that is not closed.
+func scanString(b []byte, i int) (next int, ok bool) {
 	if i >= len(b) || b[i] != '"' {
-		return 0, 0, false
+		return 0, false
 	}
-	escapes := 0
 	for j := i + 1; j < len(b); {
 		rest := b[j:]
 		n := plainRun(rest)
@@ -225,22 +226,20 @@ func scanString(b []byte, i int) (next, size int, ok bool) {
 		}
 		switch rest[n] {
 		case '"':
-			s := b[i+1 : j]
-			if !utf8.Valid(s) {
-				return 0, 0, false
+			if !utf8.Valid(b[i+1 : j]) {
+				return 0, false
 			}
-			return j + 1, len(s) - escapes, true
+			return j + 1, true
 		case '\\':
 			if n+1 == len(rest) || escaped[rest[n+1]] == 0 {
-				return 0, 0, false
+				return 0, false
 			}
-			escapes++
 			j += 2
 		default: // a control character
-			return 0, 0, false
+			return 0, false
 		}
 	}
-	return 0, 0, false
+	return 0, false
 }
 
 // plainRun returns how many bytes at the start of s are plain. It tests
@@ -259,30 +258,23 @@ func plainRun(s []byte) int {
 	return n
 }
 
-// rawString returns the contents of the JSON string at b[i] when it has no
-// escapes, and the index after its closing quote.
-func rawString(b []byte, i int) (s []byte, next int, ok bool) {
-	next, size, ok := scanString(b, i)
-	if !ok || size != next-i-2 {
-		return nil, 0, false
+// unescape decodes, in place, the contents s of a string scanString
+// accepted, and returns the decoded part of s.
+func unescape(s []byte) []byte {
+	j := bytes.IndexByte(s, '\\')
+	if j < 0 {
+		return s
 	}
-	return b[i+1 : next-1], next, true
-}
-
-// unescape returns the contents s of a string scanString accepted, decoded
-// into a new slice of size bytes.
-func unescape(s []byte, size int) []byte {
-	if size == len(s) {
-		return bytes.Clone(s) // no escapes: a copy, without clearing first
-	}
-	out := make([]byte, 0, size)
+	w := j
 	for {
-		j := bytes.IndexByte(s, '\\')
-		if j < 0 {
-			return append(out, s...)
+		s[w] = escaped[s[j+1]]
+		w, j = w+1, j+2
+		k := bytes.IndexByte(s[j:], '\\')
+		if k < 0 {
+			return s[:w+copy(s[w:], s[j:])]
 		}
-		out = append(append(out, s[:j]...), escaped[s[j+1]])
-		s = s[j+2:]
+		w += copy(s[w:], s[j:j+k])
+		j += k
 	}
 }
 

@@ -1,6 +1,7 @@
 package cmdstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -115,7 +116,7 @@ func FuzzFastLog(f *testing.F) {
 	f.Add([]byte(` { "data" : "x" , "stream" : "stdout" } `))
 	f.Add([]byte(`{"data":"x","stream":"stdout","data":"y"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		fr, ok := fastLog(line)
+		fr, ok := fastLog(bytes.Clone(line)) // it may decode in place
 		if !ok {
 			return
 		}

@@ -65,6 +65,12 @@ func (d *Decoder) Next() (Frame, error) {
 	if f, ok := fastLog(line); ok {
 		return f, nil
 	}
+	return d.general(line)
+}
+
+// general decodes a line with encoding/json: any frame, in any form.
+// fastLog gives the same result for the log lines it accepts.
+func (d *Decoder) general(line []byte) (Frame, error) {
 	var f wire.Frame
 	if err := json.Unmarshal(line, &f); err != nil {
 		return Frame{}, d.malformed(err)

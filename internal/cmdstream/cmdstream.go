@@ -127,6 +127,7 @@ func fastLog(line []byte) (Frame, bool) {
 	}
 	var k Kind
 	var data []byte // the data as it is in the line, without its quotes
+	dataEsc := -1   // where its first escape is in data; -1 for none
 	haveData := false
 	for {
 		i = skipSpace(line, i+1)
@@ -149,11 +150,11 @@ func fastLog(line []byte) (Frame, bool) {
 				k = KindStderr
 			}
 		} else {
-			next, ok := scanString(line, i)
+			next, esc, ok := scanString(line, i)
 			if !ok || haveData {
 				return Frame{}, false
 			}
-			data, haveData, i = line[i+1:next-1], true, next
+			data, dataEsc, haveData, i = line[i+1:next-1], esc, true, next
 		}
 		i = skipSpace(line, i)
 		if i == len(line) {
@@ -169,10 +170,10 @@ func fastLog(line []byte) (Frame, bool) {
 	if k == 0 || !haveData || skipSpace(line, i+1) != len(line) {
 		return Frame{}, false
 	}
-	return Frame{Kind: k, Data: bytes.Clone(unescape(data))}, true
+	return Frame{Kind: k, Data: bytes.Clone(unescape(data, dataEsc))}, true
 }
 
-// token returns whichever of a and b starts b[i:], and the index after
+// token returns whichever of a and b starts line[i:], and the index after
 // it; "" when neither does. Both are quoted JSON strings without escapes,
 // so a match is the whole string.
 func token(line []byte, i int, a, b string) (string, int) {
@@ -216,13 +217,15 @@ var escaped = [256]byte{
 }
 
 // scanString checks the JSON string at b[i] for the fast path, and returns
-// the index after its closing quote. It refuses (ok false) what the fast
+// the index after its closing quote and where its first escape is in its
+// contents (-1 for none). It refuses (ok false) what the fast
 // path leaves to encoding/json: \u and invalid escapes, control
 // characters, invalid UTF-8, and a string that is not closed.
-func scanString(b []byte, i int) (next int, ok bool) {
+func scanString(b []byte, i int) (next, esc int, ok bool) {
 	if i >= len(b) || b[i] != '"' {
-		return 0, false
+		return 0, 0, false
 	}
+	esc = -1
 	for j := i + 1; j < len(b); {
 		rest := b[j:]
 		n := plainRun(rest)
@@ -233,19 +236,22 @@ func scanString(b []byte, i int) (next int, ok bool) {
 		switch rest[n] {
 		case '"':
 			if !utf8.Valid(b[i+1 : j]) {
-				return 0, false
+				return 0, 0, false
 			}
-			return j + 1, true
+			return j + 1, esc, true
 		case '\\':
 			if n+1 == len(rest) || escaped[rest[n+1]] == 0 {
-				return 0, false
+				return 0, 0, false
+			}
+			if esc < 0 {
+				esc = j - i - 1
 			}
 			j += 2
 		default: // a control character
-			return 0, false
+			return 0, 0, false
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // plainRun returns how many bytes at the start of s are plain. It tests
@@ -265,9 +271,8 @@ func plainRun(s []byte) int {
 }
 
 // unescape decodes, in place, the contents s of a string scanString
-// accepted, and returns the decoded part of s.
-func unescape(s []byte) []byte {
-	j := bytes.IndexByte(s, '\\')
+// accepted, whose first escape is at j, and returns the decoded part of s.
+func unescape(s []byte, j int) []byte {
 	if j < 0 {
 		return s
 	}

@@ -170,7 +170,10 @@ func fastLog(line []byte) (Frame, bool) {
 	if k == 0 || !haveData || skipSpace(line, i+1) != len(line) {
 		return Frame{}, false
 	}
-	return Frame{Kind: k, Data: bytes.Clone(unescape(data, dataEsc))}, true
+	data = unescape(data, dataEsc)
+	out := make([]byte, len(data)) // with the copy, allocated without clearing
+	copy(out, data)
+	return Frame{Kind: k, Data: out}, true
 }
 
 // token returns whichever of a and b starts line[i:], and the index after
@@ -194,18 +197,21 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// plain marks the bytes that stand for themselves inside a JSON string:
-// all but the quote, the backslash and the control characters. Bytes from
-// 0x80 are plain here; scanString checks the UTF-8 they form.
-// It holds 1 for those, 0 for the others, so that a run of lookups can be
-// combined with & and tested once.
-var plain = func() (t [256]uint8) {
+// plainASCII marks the ASCII bytes that stand for themselves inside a
+// JSON string: all but the quote, the backslash and the control
+// characters; plainAll marks the bytes from 0x80 too. They hold 1 for
+// those, 0 for the others, so that a run of lookups can be combined with &
+// and tested once.
+var plainASCII, plainAll = func() (ascii, all [256]uint8) {
 	for c := 0x20; c < 256; c++ {
 		if c != '"' && c != '\\' {
-			t[c] = 1
+			all[c] = 1
+			if c < 0x80 {
+				ascii[c] = 1
+			}
 		}
 	}
-	return t
+	return ascii, all
 }()
 
 // escaped maps the byte after a backslash to the byte it stands for, for
@@ -226,16 +232,17 @@ func scanString(b []byte, i int) (next, esc int, ok bool) {
 		return 0, 0, false
 	}
 	esc = -1
+	plain := &plainASCII // until the first byte from 0x80, when UTF-8 has to be checked
 	for j := i + 1; j < len(b); {
 		rest := b[j:]
-		n := plainRun(rest)
+		n := plainRun(rest, plain)
 		j += n
 		if n == len(rest) {
 			break
 		}
-		switch rest[n] {
+		switch c := rest[n]; c {
 		case '"':
-			if !utf8.Valid(b[i+1 : j]) {
+			if plain == &plainAll && !utf8.Valid(b[i+1:j]) {
 				return 0, 0, false
 			}
 			return j + 1, esc, true
@@ -247,16 +254,20 @@ func scanString(b []byte, i int) (next, esc int, ok bool) {
 				esc = j - i - 1
 			}
 			j += 2
-		default: // a control character
-			return 0, 0, false
+		default:
+			if c < 0x80 { // a control character
+				return 0, 0, false
+			}
+			plain = &plainAll
 		}
 	}
 	return 0, 0, false
 }
 
-// plainRun returns how many bytes at the start of s are plain. It tests
-// eight bytes at a time while it can: the common string has long runs.
-func plainRun(s []byte) int {
+// plainRun returns how many bytes at the start of s the table plain marks.
+// It tests eight bytes at a time while it can: the common string has long
+// runs.
+func plainRun(s []byte, plain *[256]uint8) int {
 	n := 0
 	for ; n+8 <= len(s); n += 8 {
 		w := s[n : n+8 : n+8]

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,6 +47,29 @@ func TestMaxLine(t *testing.T) {
 	assert.ErrorIs(t, err, errLineTooLong)
 }
 
+// TestLinesAroundBuffer reads lines of about the reader's buffer size,
+// which are returned in place or gathered, under a bound and without one.
+func TestLinesAroundBuffer(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{readerSize - 2, readerSize - 1, readerSize, readerSize + 1, 3*readerSize + 5} {
+		line := bytes.Repeat([]byte("z"), n)
+		in := bytes.Join([][]byte{line, []byte("a"), line, line}, []byte("\r\n"))
+		r := newLineReader(iotest.OneByteReader(bytes.NewReader(in)), 0)
+		got := readAll(t, r)
+		require.Len(t, got, 4, n)
+		assert.Equal(t, []int{n, 1, n, n}, []int{len(got[0]), len(got[1]), len(got[2]), len(got[3])}, n)
+
+		// The bound counts the terminator.
+		r = newLineReader(bytes.NewReader(in), n+2)
+		got = readAll(t, r)
+		assert.Len(t, got, 4, n)
+
+		r = newLineReader(bytes.NewReader(in), n+1)
+		_, err := r.Next()
+		assert.ErrorIs(t, err, errLineTooLong, n)
+	}
+}
+
 type failingReader struct{ err error }
 
 func (e failingReader) Read([]byte) (int, error) { return 0, e.err }
@@ -65,6 +89,7 @@ func FuzzLineReader(f *testing.F) {
 	f.Add([]byte("{}\n{\"a\":1}\n"), 0)
 	f.Add([]byte("\n\n\r\n"), 3)
 	f.Add([]byte("abc"), 1)
+	f.Add([]byte("a\r\r\n\rb\n"), 2)
 	f.Fuzz(func(t *testing.T, data []byte, max int) {
 		if max < 0 {
 			max = -max

@@ -79,6 +79,9 @@
 //     its wait answers 410 (remotion-dev/remotion#7231).
 //   - Commands of a stopped session, and their logs, answer 410
 //     (vercel/sandbox#338).
+//   - With WithLogsRace, the logs of a command answer 404 for a while
+//     after it ends, on the server's clock, as they race the command's
+//     cleanup (getsentry/junior#992).
 //   - Log frames are written data first: {"data":…,"stream":…}.
 //   - Resuming a non-persistent sandbox answers 400 snapshot_not_found
 //     (recorded in arugula-salad/wisp, docs/providers/vercel.md).
@@ -129,8 +132,7 @@
 //   - Regions and failover, plans, billing, and rate and concurrency
 //     limits other than the create limit (inject a Fault to see a 429);
 //     the only quota is the disk quota of WithDiskQuota.
-//   - Of hosted Vercel's differences: the logs that race cleanup just
-//     after a command ends (404), a fresh token briefly refused, a
+//   - Of hosted Vercel's differences: a fresh token briefly refused, a
 //     snapshot answered 201 while still snapshotting, the /vercel working
 //     directory of image sandboxes, and a persistent stop that returns
 //     while still stopping.

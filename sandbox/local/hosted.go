@@ -193,6 +193,28 @@ func (s *Server) goneAfterStop(c *commandRec) *apiError {
 	return statusError(statusStopped)
 }
 
+// WithLogsRace makes the logs of a command answer 404 for d after the
+// command ends, measured on the server's clock (see WithClock), as hosted
+// Vercel's logs sometimes do while they race the command's cleanup
+// (getsentry/junior#992). Zero (the default) never races; WithFriendly
+// never does either.
+func WithLogsRace(d time.Duration) Option { return func(c *config) { c.logsRace = d } }
+
+// logsRaceCleanup answers 404 for the logs of a command that ended less
+// than the WithLogsRace window ago.
+func (s *Server) logsRaceCleanup(c *commandRec) *apiError {
+	if !s.hosted() || s.cfg.logsRace <= 0 {
+		return nil
+	}
+	s.mu.Lock()
+	ended, at := c.exitCode != nil, c.endedAt
+	s.mu.Unlock()
+	if !ended || s.nowMs()-at >= s.cfg.logsRace.Milliseconds() {
+		return nil
+	}
+	return notFound("Command %s not found.", c.id)
+}
+
 // defaultRateLimit is the request budget the x-ratelimit-* headers report
 // when no create limit is set.
 const defaultRateLimit = 1000

@@ -30,6 +30,7 @@ type config struct {
 	mounts       []mount
 	friendly     bool
 	streamCut    time.Duration
+	logsRace     time.Duration
 	createLimit  int
 	createWindow time.Duration
 }

@@ -139,6 +139,7 @@ type commandRec struct {
 	proc       Process // nil until Start returned
 	exitCode   *int
 	durationMs *int64
+	endedAt    int64 // ms on the server's clock, once exitCode is set
 	signals    []int
 	timedOut   bool
 	// sessionEnded: the command was still running when its session ended.

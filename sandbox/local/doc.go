@@ -82,6 +82,9 @@
 //   - With WithLogsRace, the logs of a command answer 404 for a while
 //     after it ends, on the server's clock, as they race the command's
 //     cleanup (getsentry/junior#992).
+//   - A repeated stop answers 200 with the stopped session, not 410, as
+//     the official mock does too. With WithClock, every answer's Date
+//     header is on the server's clock as well.
 //   - Log frames are written data first: {"data":…,"stream":…}.
 //   - Resuming a non-persistent sandbox answers 400 snapshot_not_found
 //     (recorded in arugula-salad/wisp, docs/providers/vercel.md).

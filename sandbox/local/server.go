@@ -316,6 +316,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	entry := s.reqs.record(r, s.now())
 	rw := &statusWriter{ResponseWriter: w, entry: entry}
 	rw.Header().Set("X-Vercel-Id", s.ids.requestID(defaultRegion, s.nowMs()))
+	if !s.realClock {
+		// Every time the server reports, its Date too, is on its clock.
+		rw.Header().Set("Date", s.now().UTC().Format(http.TimeFormat))
+	}
 	creates := r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/sandboxes") || strings.HasSuffix(r.URL.Path, "/fork"))
 	if !s.rateHeaders(rw.Header(), creates) {
 		writeError(rw, errorf(http.StatusTooManyRequests, codeRateLimited, "Too many sandboxes created; try again later."))

@@ -102,6 +102,9 @@
 //   - A JWT bearer token whose exp has passed (on the server's clock)
 //     answers 403 with invalidToken: true, not 401 (vercel/sandbox#192,
 //     #247).
+//   - With WithFreshTokenRefusals, a token the server has not seen is
+//     refused with 401 for its first requests, as hosted Vercel briefly
+//     refuses a fresh token (vercel/sandbox#192, #247).
 //   - An env object above 4 KB as JSON answers 400 "env payload too
 //     large", on create and on a command.
 //
@@ -135,10 +138,9 @@
 //   - Regions and failover, plans, billing, and rate and concurrency
 //     limits other than the create limit (inject a Fault to see a 429);
 //     the only quota is the disk quota of WithDiskQuota.
-//   - Of hosted Vercel's differences: a fresh token briefly refused, a
-//     snapshot answered 201 while still snapshotting, the /vercel working
-//     directory of image sandboxes, and a persistent stop that returns
-//     while still stopping.
+//   - Of hosted Vercel's differences: a snapshot answered 201 while still
+//     snapshotting, the /vercel working directory of image sandboxes, and
+//     a persistent stop that returns while still stopping.
 //   - Drive contents: drives are records (get-or-create, get, list,
 //     delete; a drive mounted read-write by a running sandbox is not
 //     deleted, answering 409 drive_in_use, a code of this server), and

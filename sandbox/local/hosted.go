@@ -215,6 +215,34 @@ func (s *Server) logsRaceCleanup(c *commandRec) *apiError {
 	return notFound("Command %s not found.", c.id)
 }
 
+// WithFreshTokenRefusals makes the server refuse the first n requests that
+// carry a token it has not seen before with 401, as hosted Vercel briefly
+// refuses a freshly minted or refreshed token (vercel/sandbox#192, #247).
+// Zero (the default) refuses none; WithFriendly never does.
+func WithFreshTokenRefusals(n int) Option { return func(c *config) { c.freshRefusals = n } }
+
+// tokenUses counts the requests each token has made.
+type tokenUses struct {
+	mu   sync.Mutex
+	uses map[string]int
+}
+
+// freshTokenRefused counts a use of tok and reports whether it is one of
+// its first WithFreshTokenRefusals uses.
+func (s *Server) freshTokenRefused(tok string) bool {
+	if !s.hosted() || s.cfg.freshRefusals <= 0 {
+		return false
+	}
+	u := &s.tokens
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.uses == nil {
+		u.uses = make(map[string]int)
+	}
+	u.uses[tok]++
+	return u.uses[tok] <= s.cfg.freshRefusals
+}
+
 // defaultRateLimit is the request budget the x-ratelimit-* headers report
 // when no create limit is set.
 const defaultRateLimit = 1000

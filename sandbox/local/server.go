@@ -53,6 +53,7 @@ type Server struct {
 	mounts     []mountedHandler
 	tty        ttyTickets // tickets of interactive sessions
 	limiter    rateLimiter
+	tokens     tokenUses // uses of each token, for WithFreshTokenRefusals
 
 	mu        sync.Mutex
 	closed    bool
@@ -412,6 +413,9 @@ func (s *Server) authorizeToken(r *http.Request) *apiError {
 	}
 	if jwtExpired(tok, s.now()) {
 		return s.expiredToken()
+	}
+	if s.freshTokenRefused(tok) {
+		return errorf(http.StatusUnauthorized, "unauthorized", "Not authorized")
 	}
 	return nil
 }

@@ -122,7 +122,7 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) *NotFoundError {
 		CommandID:   c.id,
 		Name:        c.name,
 		Args:        append([]string(nil), c.args...),
-		Env:         mergeEnv(c.env, nil),
+		Env:         mergeEnv(s.commandEnv(sess.sb), c.env),
 		Cwd:         c.cwd,
 		Sudo:        c.sudo,
 		Dir:         sess.sb.dir,

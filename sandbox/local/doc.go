@@ -85,6 +85,13 @@
 //   - A repeated stop answers 200 with the stopped session, not 410, as
 //     the official mock does too. With WithClock, every answer's Date
 //     header is on the server's clock as well.
+//   - A snapshot answers 201. With WithEarlyStops, it answers while the
+//     session is still snapshotting, and a persistent stop answers while
+//     the session is still stopping, with the old currentSnapshotId
+//     (superset-sh/superset, docs/cloud-sandbox-mismatches.md;
+//     vercel/sandbox#159 says a stop blocks); the session stops just after.
+//   - A sandbox created with an image works in /vercel, with HOME
+//     /vercel for its commands, not in /vercel/sandbox.
 //   - Log frames are written data first: {"data":…,"stream":…}.
 //   - Resuming a non-persistent sandbox answers 400 snapshot_not_found
 //     (recorded in arugula-salad/wisp, docs/providers/vercel.md).
@@ -138,9 +145,6 @@
 //   - Regions and failover, plans, billing, and rate and concurrency
 //     limits other than the create limit (inject a Fault to see a 429);
 //     the only quota is the disk quota of WithDiskQuota.
-//   - Of hosted Vercel's differences: a snapshot answered 201 while still
-//     snapshotting, the /vercel working directory of image sandboxes, and
-//     a persistent stop that returns while still stopping.
 //   - Drive contents: drives are records (get-or-create, get, list,
 //     delete; a drive mounted read-write by a running sandbox is not
 //     deleted, answering 409 drive_in_use, a code of this server), and

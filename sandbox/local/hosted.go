@@ -243,6 +243,57 @@ func (s *Server) freshTokenRefused(tok string) bool {
 	return u.uses[tok] <= s.cfg.freshRefusals
 }
 
+// WithEarlyStops makes a stop and a snapshot answer before the session has
+// stopped, as hosted Vercel may: a stop answers with the session still
+// stopping and the sandbox's old currentSnapshotId (superset-sh/superset,
+// docs/cloud-sandbox-mismatches.md; vercel/sandbox#159 says a stop
+// blocks), and a snapshot answers 201 with the snapshot taken and the
+// session still snapshotting. The session stops just after the answer;
+// until then lifecycle calls wait and session calls answer 422.
+// WithFriendly never answers early.
+func WithEarlyStops() Option { return func(c *config) { c.earlyStops = true } }
+
+// stopEarly answers a stop of a running session at once, with the session
+// stopping, and finishes the stop in the background. It reports false,
+// answering nothing, when it does not apply.
+func (s *Server) stopEarly(w http.ResponseWriter, sess *sessionRec) bool {
+	if !s.cfg.earlyStops || !s.hosted() {
+		return false
+	}
+	sess.sb.lc.Lock()
+	takeSnap, ok := s.beginStop(sess, stopRequested, nil)
+	if !ok {
+		sess.sb.lc.Unlock()
+		return false
+	}
+	reply := s.stopReply(sess, nil)
+	s.finishLater(sess, func() { s.quiesce(sess, takeSnap, nil) })
+	writeJSON(w, http.StatusOK, reply)
+	return true
+}
+
+// snapshotEarly takes the snapshot of a running session and answers with
+// it still snapshotting; it stops in the background. The caller holds sess.sb.lc,
+// which the background releases.
+func (s *Server) snapshotEarly(sess *sessionRec, params *snapshotParams) wire.SnapshotResponse {
+	s.beginStop(sess, stopRequested, params)
+	reply := s.snapshotReply(sess, s.quiesce(sess, true, params))
+	s.finishLater(sess, func() {})
+	return reply
+}
+
+// finishLater runs rest, marks sess stopped and releases sess.sb.lc, in
+// the background.
+func (s *Server) finishLater(sess *sessionRec, rest func()) {
+	s.wg.Go(func() {
+		defer sess.sb.lc.Unlock()
+		rest()
+		s.mu.Lock()
+		s.markStopped(sess, s.nowMs())
+		s.mu.Unlock()
+	})
+}
+
 // defaultRateLimit is the request budget the x-ratelimit-* headers report
 // when no create limit is set.
 const defaultRateLimit = 1000

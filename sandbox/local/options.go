@@ -32,6 +32,7 @@ type config struct {
 	streamCut     time.Duration
 	logsRace      time.Duration
 	freshRefusals int
+	earlyStops    bool
 	createLimit   int
 	createWindow  time.Duration
 }

@@ -57,6 +57,7 @@ type sandboxRec struct {
 	vcpus              int
 	runtime            string
 	image              string
+	fromImage          bool // created from a chosen image
 	timeout            int64
 	policy             *wire.NetworkPolicyResp
 	policySet          bool // a client set policy (else it is the default)

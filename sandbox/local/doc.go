@@ -51,7 +51,7 @@
 //
 // # Filesystem
 //
-// By default paths are virtual: sessions work in /vercel/sandbox and a
+// By default paths are virtual: sessions work in /vercel/sandbox (/vercel when created from an image) and a
 // sandbox path P is stored at HostPath(name, P). With WithHostPaths(true) a
 // session's working directory is the sandbox's host directory itself, so
 // that real host processes see the same paths as the client; paths outside

@@ -22,6 +22,9 @@ var (
 	// ErrExecutableNotFound matches a command refused because its
 	// executable does not exist: it never started and has no exit code.
 	ErrExecutableNotFound = apierr.ErrExecutableNotFound
+	// ErrOutputLost matches a finished command whose logs the API no
+	// longer serves; see OutputLostError.
+	ErrOutputLost = apierr.ErrOutputLost
 )
 
 type (
@@ -32,4 +35,7 @@ type (
 	OutcomeUnknownError = apierr.OutcomeUnknownError
 	// InputError is invalid input refused before any request.
 	InputError = apierr.InputError
+	// OutputLostError reports a finished command whose logs kept
+	// answering 404, with its exit code and the bytes delivered.
+	OutputLostError = apierr.OutputLostError
 )

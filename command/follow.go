@@ -60,7 +60,8 @@ type follower struct {
 // final state. attempt is the number of re-attachments made before (1
 // when an attached run's stream was cut), cause how the last stream ended.
 func (f *follower) run(ctx context.Context, attempt int, cause error) (Info, error) {
-	idle := 0 // consecutive re-attachments that brought nothing new
+	idle := 0  // consecutive re-attachments that brought nothing new
+	raced := 0 // logs answered 404 for a finished command
 	for {
 		if attempt > 0 {
 			if err := f.announce(ctx, attempt, idle, cause); err != nil {
@@ -86,6 +87,14 @@ func (f *follower) run(ctx context.Context, attempt int, cause error) (Info, err
 			return Info{}, err
 		case ctx.Err() != nil:
 			return Info{}, context.Cause(ctx)
+		case errors.Is(err, apierr.ErrNotFound):
+			if raced++; raced > logsRaceRetries {
+				return Info{}, f.lost(ctx, err)
+			}
+			if _, ok := f.finished(ctx); !ok {
+				return Info{}, err
+			}
+			cause = err
 		case !isCut(err):
 			return Info{}, err
 		default:
@@ -124,6 +133,40 @@ func (f *follower) ended(ctx context.Context) (Info, error) {
 		return Info{}, nil // still running after the grace
 	}
 	return info, err
+}
+
+// logsRaceRetries bounds how often a follower asks again for the logs of
+// a finished command that answered 404. Hosted Vercel's logs can race the
+// command's cleanup for a moment after it ends (getsentry/junior#992); the
+// backoff between attempts (0.2, 0.4, 0.8, 1.6 s) makes the grace about
+// three seconds.
+const logsRaceRetries = 4
+
+// finished returns the command's state when it is known, or reported, to
+// have finished: a 404 on its logs is then the race with its cleanup, not
+// a command that does not exist.
+func (f *follower) finished(ctx context.Context) (Info, bool) {
+	if f.known != nil && f.known.Done() {
+		return *f.known, true
+	}
+	info, err := fetchInfo(ctx, f.c.Core, f.ref, false)
+	if err != nil || !info.Done() {
+		return Info{}, false
+	}
+	f.known = &info
+	return info, true
+}
+
+// lost is the error of a finished command whose logs never came back: the
+// bytes not yet delivered cannot be had, and the caller is told so.
+func (f *follower) lost(ctx context.Context, err error) error {
+	info, _ := f.finished(ctx)
+	code := 0
+	if info.ExitCode != nil {
+		code = *info.ExitCode
+	}
+	return &apierr.OutputLostError{SessionID: f.ref.SessionID, CommandID: f.ref.CommandID,
+		ExitCode: code, Delivered: f.sent.total(), Err: err}
 }
 
 // stream reads one log stream to its end, passing on the bytes not yet

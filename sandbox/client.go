@@ -42,6 +42,9 @@ type (
 	StreamError = apierr.StreamError
 	// InputError is invalid input refused before any request.
 	InputError = apierr.InputError
+	// OutputLostError reports a finished command whose logs kept
+	// answering 404, with its exit code and the bytes delivered.
+	OutputLostError = apierr.OutputLostError
 	// DecodeError is a 2xx answer whose body could not be decoded.
 	DecodeError = apierr.DecodeError
 )
@@ -68,6 +71,9 @@ var (
 	// ErrExecutableNotFound matches a command refused with
 	// executable_not_found: it never started, so it has no exit code.
 	ErrExecutableNotFound = apierr.ErrExecutableNotFound
+	// ErrOutputLost matches a finished command whose logs kept answering
+	// 404; see OutputLostError.
+	ErrOutputLost = apierr.ErrOutputLost
 )
 
 // RateLimit is the rate-limit window an answer reported; see

@@ -181,9 +181,10 @@ type StopResult struct {
 	// Snapshot is the automatic snapshot of a persistent sandbox, if any.
 	Snapshot *Snapshot
 	// AlreadyStopped is true when the session had stopped before this call:
-	// the API answered 410 Gone, or the handle (or, for StopSandbox, the
-	// API) already reported the session stopped. Client.Stop cannot
-	// tell when the API answers a repeated stop with 200.
+	// the API answered 410 Gone, or 200 with a session whose stop was
+	// requested before this call reached it (on the server's clock, to the
+	// second), or the handle (or, for StopSandbox, the API) already
+	// reported the session stopped.
 	AlreadyStopped bool
 }
 

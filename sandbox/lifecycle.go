@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -359,8 +360,11 @@ func (c *Client) stopSession(ctx context.Context, sessionID, name string) (*Stop
 		return nil, err
 	}
 	var out wire.StopResponse
+	var date string
+	sent := time.Now()
 	err := c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sessionID) + "/stop",
-		Op: "stop session", SandboxName: name, SessionID: sessionID, Stream: true}, &out)
+		Op: "stop session", SandboxName: name, SessionID: sessionID, Stream: true,
+		Answered: func(h http.Header) { date = h.Get("Date") }}, &out)
 	if errors.Is(err, ErrGone) {
 		res := &StopResult{AlreadyStopped: true}
 		if s, _, gerr := c.Session(ctx, sessionID); gerr == nil {
@@ -373,7 +377,8 @@ func (c *Client) stopSession(ctx context.Context, sessionID, name string) (*Stop
 	if err != nil {
 		return nil, err
 	}
-	res := &StopResult{Session: sessionFromWire(&out.Session)}
+	res := &StopResult{Session: sessionFromWire(&out.Session),
+		AlreadyStopped: stoppedBefore(&out.Session, date, time.Since(sent))}
 	if out.Sandbox != nil {
 		in := infoFromWire(out.Sandbox)
 		res.Sandbox = &in
@@ -383,6 +388,27 @@ func (c *Client) stopSession(ctx context.Context, sessionID, name string) (*Stop
 		res.Snapshot = &s
 	}
 	return res, nil
+}
+
+// stoppedBefore reports whether a stop answered 200 found its session
+// already stopped, as the API answers a repeated stop: the session is
+// stopped and its stop was requested before this call reached the server.
+// The server's clock says when that was: the answer's Date (whole seconds)
+// less the time the call took is never later than its arrival, so a stop
+// this call made is never reported as an earlier one.
+func stoppedBefore(s *wire.Session, date string, took time.Duration) bool {
+	requested := s.RequestedStopAt
+	if requested == nil {
+		requested = s.StoppedAt
+	}
+	if !Status(s.Status).Terminal() || requested == nil {
+		return false
+	}
+	answered, err := http.ParseTime(date)
+	if err != nil {
+		return false
+	}
+	return wire.Time(*requested).Before(answered.Add(-took))
 }
 
 // StopSandbox stops the named sandbox's current session, if it runs. It

@@ -183,6 +183,13 @@ func (s *Sandbox) withSession(ctx context.Context, fn func(sessionID string) err
 	if err == nil || !s.c.autoResume || !needsResume(err) {
 		return err
 	}
+	if errors.Is(err, ErrStopping) {
+		// Hosted Vercel answers a stop or a snapshot while the session is
+		// still stopping: a resume must wait for the stop to end.
+		if _, werr := s.c.waitStopped(ctx, sid); werr != nil && !errors.Is(werr, ErrGone) {
+			return fmt.Errorf("%w (waiting for the stop failed: %w)", err, werr)
+		}
+	}
 	if rerr := s.resumeFrom(ctx, sid); rerr != nil {
 		return fmt.Errorf("%w (resuming failed: %w)", err, rerr)
 	}
@@ -245,15 +252,20 @@ const stopPoll = 500 * time.Millisecond
 // the session is still stopping, with a stale CurrentSnapshotID; call
 // WaitStopped after Stop when the next step needs that snapshot.
 func (s *Sandbox) WaitStopped(ctx context.Context) (Session, error) {
-	sid := s.SessionID()
+	sess, err := s.c.waitStopped(ctx, s.SessionID())
+	if err != nil {
+		return Session{}, err
+	}
+	s.setSession(sess)
+	return sess, s.Refresh(ctx)
+}
+
+// waitStopped polls a session until it has stopped.
+func (c *Client) waitStopped(ctx context.Context, sessionID string) (Session, error) {
 	for {
-		sess, _, err := s.c.Session(ctx, sid)
-		if err != nil {
-			return Session{}, err
-		}
-		if sess.Status.Terminal() {
-			s.setSession(sess)
-			return sess, s.Refresh(ctx)
+		sess, _, err := c.Session(ctx, sessionID)
+		if err != nil || sess.Status.Terminal() {
+			return sess, err
 		}
 		if err := httpcore.Sleep(ctx, stopPoll); err != nil {
 			return Session{}, err
@@ -332,7 +344,10 @@ func (s *Sandbox) Delete(ctx context.Context, opts ...DeleteOption) error {
 }
 
 // Snapshot snapshots the filesystem of the running session; the session
-// stops once the snapshot is taken.
+// stops once the snapshot is taken. Hosted Vercel may answer (201) while
+// the session is still snapshotting: the snapshot's id is final, and
+// WaitStopped waits until the session has stopped. A call that needs the
+// session meanwhile (auto-resume) waits for the stop, then resumes.
 func (s *Sandbox) Snapshot(ctx context.Context, p SnapshotParams) (Snapshot, error) {
 	var snap Snapshot
 	var sess *Session

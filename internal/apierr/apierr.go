@@ -31,7 +31,33 @@ var (
 	// ErrExecutableNotFound matches 400 executable_not_found: the command
 	// did not start, so it has no exit code.
 	ErrExecutableNotFound = errors.New("executable not found")
+	// ErrOutputLost matches OutputLostError: a finished command whose
+	// output the API no longer serves.
+	ErrOutputLost = errors.New("command output no longer available")
 )
+
+// OutputLostError reports that the logs of a finished command kept
+// answering 404 (hosted Vercel's logs race the command's cleanup), so
+// output beyond Delivered bytes may be missing. Nothing is invented: the
+// exit code is the one the API reported.
+type OutputLostError struct {
+	SessionID string
+	CommandID string
+	ExitCode  int   // the command's exit code
+	Delivered int64 // output bytes delivered before the logs were lost
+	Err       error // the last answer of the logs endpoint
+}
+
+func (e *OutputLostError) Error() string {
+	return fmt.Sprintf("vercel sandbox: output of command %s (session %s, exit code %d) no longer available after %d bytes: %v",
+		e.CommandID, e.SessionID, e.ExitCode, e.Delivered, e.Err)
+}
+
+// Unwrap returns the last answer of the logs endpoint.
+func (e *OutputLostError) Unwrap() error { return e.Err }
+
+// Is matches ErrOutputLost.
+func (e *OutputLostError) Is(target error) bool { return target == ErrOutputLost }
 
 // Error is a non-2xx answer of the API.
 type Error struct {

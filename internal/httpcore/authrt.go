@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/sbx-go/vercel-sandbox/auth"
 )
@@ -32,7 +33,8 @@ func isCredentialError(err error) bool {
 // agent. On a 401 from a provider that can invalidate its token, or a 403
 // that says invalidToken (how hosted Vercel answers an expired token), it
 // sends the request once more with a new token when the body can be
-// replayed.
+// replayed; if that new token is refused too, it is sent once more after a
+// short pause (freshRefused).
 // Each call has its own authTransport, which records the tokens it sends
 // in the call's sentTokens.
 type authTransport struct {
@@ -68,15 +70,13 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !ok || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
 		return resp, nil
 	}
-	var body io.ReadCloser
-	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
-		if body, err = req.GetBody(); err != nil {
-			return resp, nil
-		}
+	body, err := reopenBody(req)
+	if err != nil {
+		return resp, nil
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
+	discard(resp)
 	inv.Invalidate(tok)
+	stale := tok
 	r2 := req.Clone(req.Context())
 	if body != nil {
 		r2.Body = body
@@ -89,7 +89,54 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	t.sent.add(tok)
-	return t.next.RoundTrip(r2)
+	resp, err = t.next.RoundTrip(r2)
+	if err != nil || tok == stale || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+		return resp, err // not refused, or no fresh token to give a moment
+	}
+	return t.freshRefused(req, r2, resp)
+}
+
+// freshTokenPause is how long a just-refreshed token that was refused is
+// given before it is sent once more.
+const freshTokenPause = 500 * time.Millisecond
+
+// freshRefused answers a just-refreshed token that was refused (resp, to
+// sent): hosted Vercel can briefly refuse a fresh token with 401 or 403
+// (vercel/sandbox#192, #247), so the same token is sent once more after a
+// short pause. Never more: a token still refused then is the answer.
+func (t *authTransport) freshRefused(orig, sent *http.Request, resp *http.Response) (*http.Response, error) {
+	body, err := reopenBody(orig)
+	if err != nil {
+		return resp, nil
+	}
+	if err := Sleep(orig.Context(), freshTokenPause); err != nil {
+		if body != nil {
+			body.Close()
+		}
+		return resp, nil
+	}
+	discard(resp)
+	r3 := sent.Clone(sent.Context())
+	if body != nil {
+		r3.Body = body
+	}
+	return t.next.RoundTrip(r3)
+}
+
+// reopenBody returns a new copy of req's body for one more attempt, or nil
+// when it has none.
+func reopenBody(req *http.Request) (io.ReadCloser, error) {
+	if req.GetBody == nil || req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	return req.GetBody()
+}
+
+// discard reads a little of a refused answer, so its connection can be
+// reused, and closes it.
+func discard(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
 }
 
 // invalidToken reports whether a 403 answer says the token is invalid

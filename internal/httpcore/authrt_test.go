@@ -96,7 +96,7 @@ func TestUnauthorizedInvalidatesOnce(t *testing.T) {
 			})
 			c := newClient(t, srv.URL, withProvider(p))
 			err := c.JSON(t.Context(), b.call(), nil)
-			assert.EqualValues(t, 2, hits.Load(), "no loop")
+			assert.EqualValues(t, 3, hits.Load(), "the fresh token once more, then no loop")
 			assert.Equal(t, []string{canary + "-0"}, p.invalidations())
 			assert.ErrorIs(t, err, apierr.ErrUnauthorized)
 			assert.NotErrorIs(t, err, apierr.ErrUnknownResult)

@@ -51,6 +51,9 @@ type Call struct {
 	// Stream calls are not bounded by the request timeout: their body is
 	// read by the caller for as long as it lasts.
 	Stream bool
+	// Answered, if set, is given the headers of the 2xx answer to a JSON
+	// call, for the facts they alone carry (such as the server's Date).
+	Answered func(http.Header)
 }
 
 // Do sends the call and returns the 2xx response, whose body the caller
@@ -79,6 +82,9 @@ func (c *Client) JSON(ctx context.Context, call *Call, out any) error {
 		defer cancel()
 	}
 	defer resp.Body.Close()
+	if call.Answered != nil {
+		call.Answered(resp.Header)
+	}
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return transportFailure(call, fmt.Errorf("reading response: %w", err))

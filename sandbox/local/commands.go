@@ -122,7 +122,7 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) *NotFoundError {
 		CommandID:   c.id,
 		Name:        c.name,
 		Args:        append([]string(nil), c.args...),
-		Env:         mergeEnv(c.env, nil),
+		Env:         mergeEnv(s.commandEnv(sess.sb), c.env),
 		Cwd:         c.cwd,
 		Sudo:        c.sudo,
 		Dir:         sess.sb.dir,
@@ -213,6 +213,7 @@ func (s *Server) finishCommand(c *commandRec, code int) {
 	s.mu.Lock()
 	c.exitCode = ptr(code)
 	c.durationMs = ptr(d)
+	c.endedAt = s.nowMs()
 	s.mu.Unlock()
 	// The exit is recorded before the log streams end, so a client that
 	// reaches the end of the logs and asks finds the command finished.
@@ -425,6 +426,9 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) *apiError {
 	c, aerr := s.lookupCommand(sid, cid)
 	if aerr == nil {
 		aerr = s.goneAfterStop(c)
+	}
+	if aerr == nil {
+		aerr = s.logsRaceCleanup(c)
 	}
 	if aerr != nil {
 		return aerr

@@ -26,6 +26,7 @@ type sandboxSpec struct {
 	vcpus              int
 	runtime            string
 	image              string
+	fromImage          bool // the caller chose the image: cwd and HOME are /vercel
 	timeout            int64
 	policy             *wire.NetworkPolicyResp
 	policySet          bool
@@ -151,10 +152,10 @@ func (s *Server) applyCreate(spec *sandboxSpec, req *wire.CreateRequest) *apiErr
 		return badRequest("runtime and image cannot be used together.")
 	}
 	if req.Runtime != "" {
-		spec.runtime, spec.image = req.Runtime, ""
+		spec.runtime, spec.image, spec.fromImage = req.Runtime, "", false
 	}
 	if req.Image != "" {
-		spec.image, spec.runtime = req.Image, ""
+		spec.image, spec.runtime, spec.fromImage = req.Image, "", true
 	}
 	if req.Persistent != nil {
 		spec.persistent = *req.Persistent
@@ -315,6 +316,7 @@ func (s *Server) createSandbox(spec sandboxSpec, fromSnap string) (sandboxReply,
 		vcpus:              spec.vcpus,
 		runtime:            spec.runtime,
 		image:              spec.image,
+		fromImage:          spec.fromImage,
 		timeout:            spec.timeout,
 		policy:             spec.policy,
 		policySet:          spec.policySet,
@@ -372,6 +374,7 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) *apiError {
 		vcpus:              src.vcpus,
 		runtime:            src.runtime,
 		image:              src.image,
+		fromImage:          src.fromImage,
 		timeout:            src.timeout,
 		policy:             src.policy,
 		policySet:          src.policySet,

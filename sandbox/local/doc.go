@@ -51,7 +51,7 @@
 //
 // # Filesystem
 //
-// By default paths are virtual: sessions work in /vercel/sandbox and a
+// By default paths are virtual: sessions work in /vercel/sandbox (/vercel when created from an image) and a
 // sandbox path P is stored at HostPath(name, P). With WithHostPaths(true) a
 // session's working directory is the sandbox's host directory itself, so
 // that real host processes see the same paths as the client; paths outside
@@ -79,6 +79,19 @@
 //     its wait answers 410 (remotion-dev/remotion#7231).
 //   - Commands of a stopped session, and their logs, answer 410
 //     (vercel/sandbox#338).
+//   - With WithLogsRace, the logs of a command answer 404 for a while
+//     after it ends, on the server's clock, as they race the command's
+//     cleanup (getsentry/junior#992).
+//   - A repeated stop answers 200 with the stopped session, not 410, as
+//     the official mock does too. With WithClock, every answer's Date
+//     header is on the server's clock as well.
+//   - A snapshot answers 201. With WithEarlyStops, it answers while the
+//     session is still snapshotting, and a persistent stop answers while
+//     the session is still stopping, with the old currentSnapshotId
+//     (superset-sh/superset, docs/cloud-sandbox-mismatches.md;
+//     vercel/sandbox#159 says a stop blocks); the session stops just after.
+//   - A sandbox created with an image works in /vercel, with HOME
+//     /vercel for its commands, not in /vercel/sandbox.
 //   - Log frames are written data first: {"data":…,"stream":…}.
 //   - Resuming a non-persistent sandbox answers 400 snapshot_not_found
 //     (recorded in arugula-salad/wisp, docs/providers/vercel.md).
@@ -96,6 +109,9 @@
 //   - A JWT bearer token whose exp has passed (on the server's clock)
 //     answers 403 with invalidToken: true, not 401 (vercel/sandbox#192,
 //     #247).
+//   - With WithFreshTokenRefusals, a token the server has not seen is
+//     refused with 401 for its first requests, as hosted Vercel briefly
+//     refuses a fresh token (vercel/sandbox#192, #247).
 //   - An env object above 4 KB as JSON answers 400 "env payload too
 //     large", on create and on a command.
 //
@@ -129,11 +145,6 @@
 //   - Regions and failover, plans, billing, and rate and concurrency
 //     limits other than the create limit (inject a Fault to see a 429);
 //     the only quota is the disk quota of WithDiskQuota.
-//   - Of hosted Vercel's differences: the logs that race cleanup just
-//     after a command ends (404), a fresh token briefly refused, a
-//     snapshot answered 201 while still snapshotting, the /vercel working
-//     directory of image sandboxes, and a persistent stop that returns
-//     while still stopping.
 //   - Drive contents: drives are records (get-or-create, get, list,
 //     delete; a drive mounted read-write by a running sandbox is not
 //     deleted, answering 409 drive_in_use, a code of this server), and

@@ -193,6 +193,107 @@ func (s *Server) goneAfterStop(c *commandRec) *apiError {
 	return statusError(statusStopped)
 }
 
+// WithLogsRace makes the logs of a command answer 404 for d after the
+// command ends, measured on the server's clock (see WithClock), as hosted
+// Vercel's logs sometimes do while they race the command's cleanup
+// (getsentry/junior#992). Zero (the default) never races; WithFriendly
+// never does either.
+func WithLogsRace(d time.Duration) Option { return func(c *config) { c.logsRace = d } }
+
+// logsRaceCleanup answers 404 for the logs of a command that ended less
+// than the WithLogsRace window ago.
+func (s *Server) logsRaceCleanup(c *commandRec) *apiError {
+	if !s.hosted() || s.cfg.logsRace <= 0 {
+		return nil
+	}
+	s.mu.Lock()
+	ended, at := c.exitCode != nil, c.endedAt
+	s.mu.Unlock()
+	if !ended || s.nowMs()-at >= s.cfg.logsRace.Milliseconds() {
+		return nil
+	}
+	return notFound("Command %s not found.", c.id)
+}
+
+// WithFreshTokenRefusals makes the server refuse the first n requests that
+// carry a token it has not seen before with 401, as hosted Vercel briefly
+// refuses a freshly minted or refreshed token (vercel/sandbox#192, #247).
+// Zero (the default) refuses none; WithFriendly never does.
+func WithFreshTokenRefusals(n int) Option { return func(c *config) { c.freshRefusals = n } }
+
+// tokenUses counts the requests each token has made.
+type tokenUses struct {
+	mu   sync.Mutex
+	uses map[string]int
+}
+
+// freshTokenRefused counts a use of tok and reports whether it is one of
+// its first WithFreshTokenRefusals uses.
+func (s *Server) freshTokenRefused(tok string) bool {
+	if !s.hosted() || s.cfg.freshRefusals <= 0 {
+		return false
+	}
+	u := &s.tokens
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.uses == nil {
+		u.uses = make(map[string]int)
+	}
+	u.uses[tok]++
+	return u.uses[tok] <= s.cfg.freshRefusals
+}
+
+// WithEarlyStops makes a stop and a snapshot answer before the session has
+// stopped, as hosted Vercel may: a stop answers with the session still
+// stopping and the sandbox's old currentSnapshotId (superset-sh/superset,
+// docs/cloud-sandbox-mismatches.md; vercel/sandbox#159 says a stop
+// blocks), and a snapshot answers 201 with the snapshot taken and the
+// session still snapshotting. The session stops just after the answer;
+// until then lifecycle calls wait and session calls answer 422.
+// WithFriendly never answers early.
+func WithEarlyStops() Option { return func(c *config) { c.earlyStops = true } }
+
+// stopEarly answers a stop of a running session at once, with the session
+// stopping, and finishes the stop in the background. It reports false,
+// answering nothing, when it does not apply.
+func (s *Server) stopEarly(w http.ResponseWriter, sess *sessionRec) bool {
+	if !s.cfg.earlyStops || !s.hosted() {
+		return false
+	}
+	sess.sb.lc.Lock()
+	takeSnap, ok := s.beginStop(sess, stopRequested, nil)
+	if !ok {
+		sess.sb.lc.Unlock()
+		return false
+	}
+	reply := s.stopReply(sess, nil)
+	s.finishLater(sess, func() { s.quiesce(sess, takeSnap, nil) })
+	writeJSON(w, http.StatusOK, reply)
+	return true
+}
+
+// snapshotEarly takes the snapshot of a running session and answers with
+// it still snapshotting; it stops in the background. The caller holds sess.sb.lc,
+// which the background releases.
+func (s *Server) snapshotEarly(sess *sessionRec, params *snapshotParams) wire.SnapshotResponse {
+	s.beginStop(sess, stopRequested, params)
+	reply := s.snapshotReply(sess, s.quiesce(sess, true, params))
+	s.finishLater(sess, func() {})
+	return reply
+}
+
+// finishLater runs rest, marks sess stopped and releases sess.sb.lc, in
+// the background.
+func (s *Server) finishLater(sess *sessionRec, rest func()) {
+	s.wg.Go(func() {
+		defer sess.sb.lc.Unlock()
+		rest()
+		s.mu.Lock()
+		s.markStopped(sess, s.nowMs())
+		s.mu.Unlock()
+	})
+}
+
 // defaultRateLimit is the request budget the x-ratelimit-* headers report
 // when no create limit is set.
 const defaultRateLimit = 1000

@@ -11,27 +11,30 @@ import (
 type Option func(*config)
 
 type config struct {
-	exec         Executor
-	token        string
-	clock        func() time.Time
-	team         string
-	project      string
-	dir          string
-	logger       *slog.Logger
-	hostPaths    bool
-	stopDelay    time.Duration
-	maxTimeout   time.Duration
-	outputLimit  int64
-	diskQuota    int64
-	diskQuotaSet bool
-	outputBudget int64
-	seed         *uint64
-	middleware   []Middleware
-	mounts       []mount
-	friendly     bool
-	streamCut    time.Duration
-	createLimit  int
-	createWindow time.Duration
+	exec          Executor
+	token         string
+	clock         func() time.Time
+	team          string
+	project       string
+	dir           string
+	logger        *slog.Logger
+	hostPaths     bool
+	stopDelay     time.Duration
+	maxTimeout    time.Duration
+	outputLimit   int64
+	diskQuota     int64
+	diskQuotaSet  bool
+	outputBudget  int64
+	seed          *uint64
+	middleware    []Middleware
+	mounts        []mount
+	friendly      bool
+	streamCut     time.Duration
+	logsRace      time.Duration
+	freshRefusals int
+	earlyStops    bool
+	createLimit   int
+	createWindow  time.Duration
 }
 
 // A Middleware wraps the route table of a server: it sees each API request

@@ -13,15 +13,32 @@ import (
 // virtualCwd is the working directory of every session in virtual mode.
 const virtualCwd = "/vercel/sandbox"
 
+// imageCwd is the working directory, and HOME, of a sandbox created from
+// an image on hosted Vercel.
+const imageCwd = "/vercel"
+
 // errEscapes reports a path that leaves the sandbox's directory.
 var errEscapes = errors.New("path escapes the sandbox")
 
 // sessionCwd is the working directory of sb's sessions.
 func (s *Server) sessionCwd(sb *sandboxRec) string {
-	if s.cfg.hostPaths {
-		return filepath.Join(sb.dir, "vercel", "sandbox")
+	cwd := virtualCwd
+	if sb.fromImage && s.hosted() {
+		cwd = imageCwd
 	}
-	return virtualCwd
+	if s.cfg.hostPaths {
+		return filepath.Join(sb.dir, filepath.FromSlash(cwd))
+	}
+	return cwd
+}
+
+// commandEnv is the environment a command starts with, before its own: on
+// hosted Vercel, HOME is /vercel in a sandbox created from an image.
+func (s *Server) commandEnv(sb *sandboxRec) map[string]string {
+	if !sb.fromImage || !s.hosted() {
+		return nil
+	}
+	return map[string]string{"HOME": s.sessionCwd(sb)}
 }
 
 // makeCwd creates the host directory behind the session working directory

@@ -53,6 +53,7 @@ type Server struct {
 	mounts     []mountedHandler
 	tty        ttyTickets // tickets of interactive sessions
 	limiter    rateLimiter
+	tokens     tokenUses // uses of each token, for WithFreshTokenRefusals
 
 	mu        sync.Mutex
 	closed    bool
@@ -316,6 +317,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	entry := s.reqs.record(r, s.now())
 	rw := &statusWriter{ResponseWriter: w, entry: entry}
 	rw.Header().Set("X-Vercel-Id", s.ids.requestID(defaultRegion, s.nowMs()))
+	if !s.realClock {
+		// Every time the server reports, its Date too, is on its clock.
+		rw.Header().Set("Date", s.now().UTC().Format(http.TimeFormat))
+	}
 	creates := r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/sandboxes") || strings.HasSuffix(r.URL.Path, "/fork"))
 	if !s.rateHeaders(rw.Header(), creates) {
 		writeError(rw, errorf(http.StatusTooManyRequests, codeRateLimited, "Too many sandboxes created; try again later."))
@@ -408,6 +413,9 @@ func (s *Server) authorizeToken(r *http.Request) *apiError {
 	}
 	if jwtExpired(tok, s.now()) {
 		return s.expiredToken()
+	}
+	if s.freshTokenRefused(tok) {
+		return errorf(http.StatusUnauthorized, "unauthorized", "Not authorized")
 	}
 	return nil
 }

@@ -150,11 +150,26 @@ func (s *Server) stopSession(sess *sessionRec, kind stopKind, params *snapshotPa
 // the sandbox is persistent, and marks the session stopped. A session that
 // is not running is left as it is. The caller holds sess.sb.lc.
 func (s *Server) stopLocked(sess *sessionRec, kind stopKind, params *snapshotParams) (*snapshotRec, *apiError) {
+	takeSnap, ok := s.beginStop(sess, kind, params)
+	if !ok {
+		return nil, nil
+	}
+	snap := s.quiesce(sess, takeSnap, params)
+	s.mu.Lock()
+	s.markStopped(sess, s.nowMs())
+	s.mu.Unlock()
+	return snap, nil
+}
+
+// beginStop marks a running session stopping (or snapshotting) and reports
+// whether a snapshot is to be taken; ok is false when the session was not
+// running. The caller holds sess.sb.lc.
+func (s *Server) beginStop(sess *sessionRec, kind stopKind, params *snapshotParams) (takeSnap, ok bool) {
 	sb := sess.sb
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if sess.status != statusRunning {
-		s.mu.Unlock()
-		return nil, nil
+		return false, false
 	}
 	now := s.nowMs()
 	sess.status = statusStopping
@@ -170,26 +185,24 @@ func (s *Server) stopLocked(sess *sessionRec, kind stopKind, params *snapshotPar
 	if sess.timer != nil {
 		sess.timer.Stop()
 	}
-	takeSnap := params != nil || (sb.persistent && kind != stopForDelete)
-	s.mu.Unlock()
+	return params != nil || (sb.persistent && kind != stopForDelete), true
+}
 
+// quiesce waits the stop delay, kills every process of a stopping session,
+// waits for its operations to end and takes its snapshot when asked.
+func (s *Server) quiesce(sess *sessionRec, takeSnap bool, params *snapshotParams) *snapshotRec {
 	s.sleep(s.cfg.stopDelay)
 	s.killSession(sess)
 	sess.ops.Wait()
-
-	var snap *snapshotRec
-	if takeSnap {
-		method := "automatic"
-		var exp *int64
-		if params != nil {
-			method, exp = "manual", params.expiration
-		}
-		snap = s.captureSnapshot(sess, method, exp)
+	if !takeSnap {
+		return nil
 	}
-	s.mu.Lock()
-	s.markStopped(sess, s.nowMs())
-	s.mu.Unlock()
-	return snap, nil
+	method := "automatic"
+	var exp *int64
+	if params != nil {
+		method, exp = "manual", params.expiration
+	}
+	return s.captureSnapshot(sess, method, exp)
 }
 
 // sleep waits d, or less when the server closes.
@@ -372,6 +385,9 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) *apiError {
 	sess, aerr := s.lookupSession(sid, false)
 	if aerr != nil {
 		return aerr
+	}
+	if s.stopEarly(w, sess) {
+		return nil
 	}
 	snap, aerr := s.stopSession(sess, stopRequested, nil)
 	if aerr != nil {

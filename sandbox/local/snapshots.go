@@ -116,23 +116,39 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) *apiErro
 		return badRequest("expiration must not be negative.")
 	}
 	sess.sb.lc.Lock()
-	defer sess.sb.lc.Unlock()
 	s.mu.Lock()
 	aerr = statusError(sess.status)
 	s.mu.Unlock()
 	if aerr != nil {
+		sess.sb.lc.Unlock()
 		return aerr
 	}
-	snap, aerr := s.stopLocked(sess, stopRequested, &snapshotParams{expiration: body.Expiration})
-	if aerr != nil {
-		return aerr
+	params := &snapshotParams{expiration: body.Expiration}
+	var reply wire.SnapshotResponse
+	if s.cfg.earlyStops && s.hosted() {
+		reply = s.snapshotEarly(sess, params)
+	} else {
+		snap, aerr := s.stopLocked(sess, stopRequested, params)
+		sess.sb.lc.Unlock()
+		if aerr != nil {
+			return aerr
+		}
+		reply = s.snapshotReply(sess, snap)
 	}
-	s.mu.Lock()
-	sessW := sessionWire(sess)
-	reply := wire.SnapshotResponse{Snapshot: snapshotWire(snap), Session: &sessW}
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, reply)
+	status := http.StatusOK
+	if s.hosted() {
+		status = http.StatusCreated // as hosted Vercel answers
+	}
+	writeJSON(w, status, reply)
 	return nil
+}
+
+// snapshotReply is the answer to a snapshot: the snapshot and its session.
+func (s *Server) snapshotReply(sess *sessionRec, snap *snapshotRec) wire.SnapshotResponse {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sessW := sessionWire(sess)
+	return wire.SnapshotResponse{Snapshot: snapshotWire(snap), Session: &sessW}
 }
 
 // lookupSnapshot finds a snapshot; a deleted one stays readable, with

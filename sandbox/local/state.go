@@ -57,6 +57,7 @@ type sandboxRec struct {
 	vcpus              int
 	runtime            string
 	image              string
+	fromImage          bool // created from a chosen image
 	timeout            int64
 	policy             *wire.NetworkPolicyResp
 	policySet          bool // a client set policy (else it is the default)
@@ -139,6 +140,7 @@ type commandRec struct {
 	proc       Process // nil until Start returned
 	exitCode   *int
 	durationMs *int64
+	endedAt    int64 // ms on the server's clock, once exitCode is set
 	signals    []int
 	timedOut   bool
 	// sessionEnded: the command was still running when its session ended.

@@ -15,7 +15,8 @@ import (
 // and the official mock say otherwise, and what the client makes of them:
 // recursive mkdir and file_error, executable_not_found, limits checked
 // before any request, 410 for the commands of a stopped session, and a
-// non-persistent sandbox that cannot be resumed but is created again.
+// non-persistent sandbox that cannot be resumed but is created again, and
+// a snapshot whose session is waited on until it has stopped.
 // Streams cut by the edge take six minutes each; the tests of package
 // sandbox cover them on the local server's clock.
 func (c *conformance) runHosted(t *testing.T, ctx context.Context) {
@@ -72,5 +73,20 @@ func (c *conformance) runHosted(t *testing.T, ctx context.Context) {
 	}
 	if again.Session().Status != sandbox.StatusRunning {
 		t.Errorf("GetOrCreate: session %s, want running", again.Session().Status)
+	}
+
+	// A snapshot may answer while the session is still snapshotting;
+	// WaitStopped waits for the stop and the snapshot to be current.
+	snap, err := again.Snapshot(ctx, sandbox.SnapshotParams{})
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	sess, err := again.WaitStopped(ctx)
+	if err != nil {
+		t.Fatalf("WaitStopped after Snapshot: %v", err)
+	}
+	if sess.Status != sandbox.StatusStopped || again.Info().CurrentSnapshotID != snap.ID {
+		t.Errorf("after WaitStopped: session %s, current snapshot %q; want stopped, %q",
+			sess.Status, again.Info().CurrentSnapshotID, snap.ID)
 	}
 }

@@ -368,6 +368,13 @@ func (c *Cassette) Handler() http.Handler {
 		for k, v := range a.header {
 			w.Header()[k] = v
 		}
+		// No Date: a replay's times are rebuilt from placeholders, and a
+		// Date of the replay's own clock would contradict them (a client
+		// judges from it whether a stop came before its call). A replay
+		// through Transport has none either.
+		if _, ok := a.header["Date"]; !ok {
+			w.Header()["Date"] = nil
+		}
 		if !a.stream {
 			if a.noBody || a.err != "" {
 				w.WriteHeader(a.status)

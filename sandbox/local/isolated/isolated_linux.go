@@ -17,6 +17,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/internal/isolate"
 	"github.com/sbx-go/vercel-sandbox/internal/procio"
+	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 )
 
@@ -91,9 +92,9 @@ var reservedTop = map[string]bool{
 }
 
 // Start implements Executor. It returns once the command runs inside its
-// sandbox. A command that cannot be found or executed ends with exit code
-// 127 or 126 and a message, as in a shell; an error means the sandbox could
-// not be set up.
+// sandbox. A command that cannot be found is a *local.NotFoundError; one
+// that cannot be executed ends with exit code 126 and a message, as in a
+// shell; any other error means the sandbox could not be set up.
 func (e *Executor) Start(ctx context.Context, cmd *local.Cmd) (local.Process, error) {
 	return e.start(ctx, cmd, nil)
 }
@@ -189,6 +190,12 @@ func (e *Executor) start(ctx context.Context, cmd *local.Cmd, tty *ttySize) (loc
 		spec.As = &as.acct
 	}
 	if code, msg := spec.LookPath(env["PATH"]); code != 0 {
+		if code == shellexec.NotFound && tty == nil {
+			// The server answers as its mode says: hosted Vercel's
+			// executable_not_found, or the shell's exit 127 (as a terminal
+			// always shows it).
+			return nil, &local.NotFoundError{Name: cmd.Name, Msg: msg}
+		}
 		return &procio.Exited{Code: code, Msg: msg, Stderr: stderr}, nil
 	}
 

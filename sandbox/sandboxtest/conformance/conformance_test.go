@@ -243,10 +243,7 @@ func TestConformanceIsolated(t *testing.T) {
 	}
 	require.NoError(t, err)
 	srv := newConformanceFake(t, local.WithExecutor(e))
-	// The isolated executor looks executables up inside its sandbox and
-	// reports a missing one as exit code 127, not as a local.NotFoundError,
-	// so the server cannot answer executable_not_found for it.
-	opts := []conformance.Option{conformance.Skip(conformance.ScenarioHosted)}
+	var opts []conformance.Option
 	if ok, why := e.Users(); !ok {
 		t.Logf("users scenario skipped: %s", why)
 		opts = append(opts, conformance.Skip(conformance.ScenarioUsers))

@@ -1,19 +1,30 @@
 // Package cmdstream decodes the NDJSON streams of the command endpoints:
 // the attached run (a started-command line, log lines, a finished-command
 // line) and the log stream (log lines only).
+//
+// Memory stays bounded whatever the server sends. Lines are read through
+// one buffer that starts small and grows up to maxBuffer. A log line longer
+// than that is decoded as it arrives and its data handed out in pieces:
+// several frames of the same stream, each valid until the next call. Data
+// that arrives before its line names its stream (hosted Vercel writes
+// "data" first) cannot be handed out yet: it waits in memory up to
+// spoolMemory, beyond that in a temporary file. Every other part of a line
+// (a key, the stream's name, an unknown member, a command or error line)
+// must fit in the buffer, or the line is refused with code
+// "frame_too_large".
 package cmdstream
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"unicode/utf8"
+	"strings"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -27,23 +38,50 @@ const (
 	KindCommand
 )
 
-// Frame is one decoded line.
+// Frame is one decoded line, or one piece of the data of a long log line.
 type Frame struct {
-	Kind    Kind
-	Data    []byte        // log data, for KindStdout and KindStderr
+	Kind Kind
+	// Data is the log data, for KindStdout and KindStderr. It is valid
+	// until the next call to Next.
+	Data    []byte
 	Command *wire.Command // for KindCommand
 }
 
+// Buffer sizes.
+const (
+	// minBuffer is the buffer a decoder starts with: enough for an
+	// attached run of a quiet command, the most common stream.
+	minBuffer = 4 << 10
+	// maxBuffer is what the buffer grows to while lines are longer, or
+	// reads fill it: a log line longer than this is decoded in pieces.
+	maxBuffer = 128 << 10
+	// maxHeld bounds a line that is not a log line (a command line with
+	// long arguments, say), which is decoded whole.
+	maxHeld = 1 << 20
+)
+
 // Decoder reads frames. It is not safe for concurrent use.
 type Decoder struct {
-	r         *lineReader
+	r          io.Reader
+	buf        []byte
+	start, end int   // the unread bytes are buf[start:end]
+	scanned    int   // buf[start:scanned] holds no newline
+	rerr       error // how the body ended (io.EOF or a read error), once it has
+	err        error // the error that ended decoding, returned again
+	long       *longLine
+	maxBuf     int // maxBuffer, smaller in tests
+	maxHeld    int // maxHeld, smaller in tests
+
+	secrets   *redact.Set
 	sessionID string
 	commandID string
 }
 
-// NewDecoder returns a decoder over an NDJSON body.
-func NewDecoder(body io.Reader, sessionID, commandID string) *Decoder {
-	return &Decoder{r: newLineReader(body, 0), sessionID: sessionID, commandID: commandID}
+// NewDecoder returns a decoder over an NDJSON body. Server text quoted in
+// its errors goes through secrets (nil: token shapes only).
+func NewDecoder(body io.Reader, secrets *redact.Set, sessionID, commandID string) *Decoder {
+	return &Decoder{r: body, buf: make([]byte, minBuffer), maxBuf: maxBuffer, maxHeld: maxHeld,
+		secrets: secrets, sessionID: sessionID, commandID: commandID}
 }
 
 // SetCommandID names the command in the errors that follow.
@@ -52,58 +90,157 @@ func (d *Decoder) SetCommandID(id string) { d.commandID = id }
 // Next returns the next frame. A clean end of the body gives io.EOF; an
 // error frame gives a *apierr.StreamError with its code; a read error gives
 // a *apierr.StreamError that wraps it; a line that is not a valid frame
-// gives a *apierr.StreamError with code "malformed_frame".
+// gives a *apierr.StreamError with code "malformed_frame", or
+// "frame_too_large" for a line whose parts other than log data do not fit
+// in the decoder's bounds. Keys are matched exactly, as the wire protocol
+// says, and a repeated key is refused.
 func (d *Decoder) Next() (Frame, error) {
-	line, err := d.r.Next()
+	if d.err != nil {
+		return Frame{}, d.err
+	}
+	f, err := d.next()
 	if err != nil {
-		if err == io.EOF {
-			return Frame{}, io.EOF
-		}
-		return Frame{}, &apierr.StreamError{Code: "stream_ended_early", Message: "reading the stream failed",
-			SessionID: d.sessionID, CommandID: d.commandID, Err: err}
+		d.err = err
+		d.Close()
 	}
-	if f, ok := fastLog(line); ok {
-		return f, nil
-	}
-	return d.general(line)
+	return f, err
 }
 
-// general decodes a line with encoding/json: any frame, in any form.
-// fastLog gives the same result for the log lines it accepts.
-func (d *Decoder) general(line []byte) (Frame, error) {
-	var f wire.Frame
-	if err := json.Unmarshal(line, &f); err != nil {
-		return Frame{}, d.malformed(err)
+func (d *Decoder) next() (Frame, error) {
+	if d.long != nil {
+		return d.nextPiece()
 	}
-	if f.Command != nil {
-		return Frame{Kind: KindCommand, Command: f.Command}, nil
-	}
-	switch f.Stream {
-	case "stdout", "stderr":
-		var s string
-		if err := json.Unmarshal(f.Data, &s); err != nil {
-			return Frame{}, d.malformed(fmt.Errorf("data of a %s frame is not a string: %w", f.Stream, err))
-		}
-		k := KindStdout
-		if f.Stream == "stderr" {
-			k = KindStderr
-		}
-		return Frame{Kind: k, Data: []byte(s)}, nil
-	case "error":
-		var ed wire.StreamErrorData
-		if err := json.Unmarshal(f.Data, &ed); err != nil || ed.Code == "" {
-			ed.Code = "stream_error"
-			if ed.Message == "" {
-				ed.Message = string(f.Data)
+	for {
+		if i := bytes.IndexByte(d.buf[d.scanned:d.end], '\n'); i >= 0 {
+			line := d.buf[d.start : d.scanned+i]
+			d.start = d.scanned + i + 1
+			d.scanned = d.start
+			if f, ok, err := d.line(line); ok || err != nil {
+				return f, err
 			}
+			continue
 		}
-		return Frame{}, &apierr.StreamError{Code: ed.Code, Message: ed.Message, SessionID: d.sessionID, CommandID: d.commandID}
+		d.scanned = d.end
+		if d.rerr != nil {
+			line := d.buf[d.start:d.end]
+			d.start = d.end
+			if f, ok, err := d.line(line); ok || err != nil {
+				return f, err
+			}
+			return Frame{}, d.ended()
+		}
+		if d.start == 0 && d.end == len(d.buf) { // a line longer than the buffer
+			switch {
+			case len(d.buf) >= d.maxBuf && logLine(d.buf):
+				d.long = &longLine{}
+				return d.nextPiece()
+			case len(d.buf) >= d.maxHeld:
+				return Frame{}, d.tooLarge("a line that is not a log line is longer than %d bytes", d.maxHeld)
+			}
+			d.grow(d.maxHeld)
+		}
+		d.fill()
 	}
-	return Frame{}, d.malformed(errors.New("line is neither a command nor a log line"))
+}
+
+// line decodes a whole line; ok is false for a blank one.
+func (d *Decoder) line(line []byte) (f Frame, ok bool, err error) {
+	line = trimEOL(line)
+	if len(bytes.TrimSpace(line)) == 0 {
+		return Frame{}, false, nil
+	}
+	if f, ok := fastLog(line); ok {
+		return f, true, nil
+	}
+	f, err = d.general(line)
+	return f, true, err
+}
+
+// fill reads once more into the buffer, after moving the unread bytes to
+// its front. A read that fills the buffer makes it grow: the stream is
+// fast, and fewer reads serve it better.
+func (d *Decoder) fill() {
+	if d.start > 0 {
+		n := copy(d.buf, d.buf[d.start:d.end])
+		d.scanned = max(d.scanned-d.start, 0)
+		d.start, d.end = 0, n
+	}
+	for range 100 {
+		n, err := d.r.Read(d.buf[d.end:])
+		d.end += n
+		if err != nil {
+			d.rerr = err
+			return
+		}
+		if n > 0 {
+			if d.end == len(d.buf) {
+				d.grow(d.maxBuf)
+			}
+			return
+		}
+	}
+	d.rerr = io.ErrNoProgress
+}
+
+// grow doubles the buffer, up to limit.
+func (d *Decoder) grow(limit int) {
+	if len(d.buf) >= limit {
+		return
+	}
+	buf := make([]byte, min(2*len(d.buf), limit))
+	d.end = copy(buf, d.buf[d.start:d.end])
+	d.scanned = max(d.scanned-d.start, 0)
+	d.start, d.buf = 0, buf
+}
+
+// Close releases what the decoder holds (a temporary file, for a long line
+// whose stream came after its data). The body is the caller's to close.
+func (d *Decoder) Close() {
+	if d.long != nil {
+		d.long.spool.close()
+		d.long = nil
+	}
+}
+
+// Drain reads the rest of the body, up to limit bytes, and reports whether
+// it ended cleanly: then the connection it came on can serve another call.
+func (d *Decoder) Drain(limit int64) bool {
+	d.Close()
+	if d.rerr == nil {
+		n, err := io.Copy(io.Discard, io.LimitReader(d.r, limit+1))
+		if n > limit {
+			return false
+		}
+		d.rerr = err
+		if err == nil {
+			d.rerr = io.EOF
+		}
+	}
+	return d.rerr == io.EOF
+}
+
+// ended is the error of a body that ended: io.EOF, or the read error.
+func (d *Decoder) ended() error {
+	if d.rerr == io.EOF {
+		return io.EOF
+	}
+	return &apierr.StreamError{Code: "stream_ended_early", Message: "reading the stream failed",
+		SessionID: d.sessionID, CommandID: d.commandID, Err: d.rerr}
 }
 
 func (d *Decoder) malformed(err error) error {
-	return &apierr.StreamError{Code: "malformed_frame", Message: err.Error(), SessionID: d.sessionID, CommandID: d.commandID}
+	return d.streamError("malformed_frame", err.Error())
+}
+
+func (d *Decoder) tooLarge(format string, args ...any) error {
+	return d.streamError("frame_too_large", fmt.Sprintf(format, args...))
+}
+
+// streamError is an error of the stream whose code and message may quote
+// the server: its secrets are hidden.
+func (d *Decoder) streamError(code, message string) error {
+	return &apierr.StreamError{Code: d.secrets.String(code), Message: d.secrets.String(message),
+		SessionID: d.sessionID, CommandID: d.commandID}
 }
 
 // EndedEarly is the error of a stream that ended before its final frame.
@@ -112,201 +249,60 @@ func EndedEarly(sessionID, commandID, what string) error {
 		SessionID: sessionID, CommandID: commandID}
 }
 
-// fastLog decodes a log line whose two keys, "stream" and "data", come in
-// either order ({"data":…,"stream":…} is how hosted Vercel writes them,
-// {"stream":…,"data":…} how the local backend once did), without a general
-// JSON decode: one allocation, of the data's size. Anything else (\u
-// escapes, invalid UTF-8, other, repeated or escaped keys, an error frame,
-// a command line) takes the general path, which gives the same result.
-// The line is left as it is unless it is a log frame; then its data is
-// decoded in place, and copied out.
-func fastLog(line []byte) (Frame, bool) {
-	i := skipSpace(line, 0)
-	if i == len(line) || line[i] != '{' {
-		return Frame{}, false
+// trimEOL removes the trailing run of '\r' and '\n' bytes from b.
+func trimEOL(b []byte) []byte {
+	n := len(b)
+	for n > 0 && (b[n-1] == '\n' || b[n-1] == '\r') {
+		n--
 	}
-	var k Kind
-	var data []byte // the data as it is in the line, without its quotes
-	dataEsc := -1   // where its first escape is in data; -1 for none
-	haveData := false
-	for {
-		i = skipSpace(line, i+1)
-		var key string
-		if key, i = token(line, i, `"stream"`, `"data"`); key == "" {
-			return Frame{}, false
-		}
-		i = skipSpace(line, i)
-		if i == len(line) || line[i] != ':' {
-			return Frame{}, false
-		}
-		i = skipSpace(line, i+1)
-		if key == `"stream"` {
-			var v string
-			if v, i = token(line, i, `"stdout"`, `"stderr"`); v == "" || k != 0 {
-				return Frame{}, false
-			}
-			k = KindStdout
-			if v == `"stderr"` {
-				k = KindStderr
-			}
-		} else {
-			next, esc, ok := scanString(line, i)
-			if !ok || haveData {
-				return Frame{}, false
-			}
-			data, dataEsc, haveData, i = line[i+1:next-1], esc, true, next
-		}
-		i = skipSpace(line, i)
-		if i == len(line) {
-			return Frame{}, false
-		}
-		if line[i] == '}' {
-			break
-		}
-		if line[i] != ',' {
-			return Frame{}, false
-		}
-	}
-	if k == 0 || !haveData || skipSpace(line, i+1) != len(line) {
-		return Frame{}, false
-	}
-	data = unescape(data, dataEsc)
-	out := make([]byte, len(data)) // with the copy, allocated without clearing
-	copy(out, data)
-	return Frame{Kind: k, Data: out}, true
+	return b[:n]
 }
 
-// token returns whichever of a and b starts line[i:], and the index after
-// it; "" when neither does. Both are quoted JSON strings without escapes,
-// so a match is the whole string.
-func token(line []byte, i int, a, b string) (string, int) {
-	rest := line[i:]
-	switch {
-	case len(rest) >= len(a) && string(rest[:len(a)]) == a:
-		return a, i + len(a)
-	case len(rest) >= len(b) && string(rest[:len(b)]) == b:
-		return b, i + len(b)
+// logLine reports whether b starts like a log line, the only kind that
+// may be longer than the buffer: its first key is "data" or "stream".
+func logLine(b []byte) bool {
+	i := skipSpace(b, 0)
+	if i == len(b) || b[i] != '{' {
+		return false
 	}
-	return "", i
+	key, _ := token(b, skipSpace(b, i+1), `"stream"`, `"data"`)
+	return key != ""
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
+// minSecret is the shortest credential hidden in errors, as the API
+// client hides them in its own: hiding a shorter one would mangle the text
+// without protecting anything.
+const minSecret = 8
 
-// plainASCII marks the ASCII bytes that stand for themselves inside a
-// JSON string: all but the quote, the backslash and the control
-// characters; plainAll marks the bytes from 0x80 too. They hold 1 for
-// those, 0 for the others, so that a run of lookups can be combined with &
-// and tested once.
-var plainASCII, plainAll = func() (ascii, all [256]uint8) {
-	for c := 0x20; c < 256; c++ {
-		if c != '"' && c != '\\' {
-			all[c] = 1
-			if c < 0x80 {
-				ascii[c] = 1
-			}
-		}
+// Secrets returns what the errors of a streamed answer must hide: the
+// credential its request carried (the request the transport answered
+// records it), and every token shape.
+func Secrets(resp *http.Response) *redact.Set {
+	if resp == nil || resp.Request == nil {
+		return nil
 	}
-	return ascii, all
-}()
-
-// escaped maps the byte after a backslash to the byte it stands for, for
-// the escapes the fast path decodes; zero for the others (\u and invalid
-// ones), which the general path handles.
-var escaped = [256]byte{
-	'"': '"', '\\': '\\', '/': '/',
-	'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t',
-}
-
-// scanString checks the JSON string at b[i] for the fast path, and returns
-// the index after its closing quote and where its first escape is in its
-// contents (-1 for none). It refuses (ok false) what the fast
-// path leaves to encoding/json: \u and invalid escapes, control
-// characters, invalid UTF-8, and a string that is not closed.
-func scanString(b []byte, i int) (next, esc int, ok bool) {
-	if i >= len(b) || b[i] != '"' {
-		return 0, 0, false
+	v := resp.Request.Header.Get("Authorization")
+	if _, cred, ok := strings.Cut(v, " "); ok {
+		v = cred
 	}
-	esc = -1
-	plain := &plainASCII // until the first byte from 0x80, when UTF-8 has to be checked
-	for j := i + 1; j < len(b); {
-		rest := b[j:]
-		n := plainRun(rest, plain)
-		j += n
-		if n == len(rest) {
-			break
-		}
-		switch c := rest[n]; c {
-		case '"':
-			if plain == &plainAll && !utf8.Valid(b[i+1:j]) {
-				return 0, 0, false
-			}
-			return j + 1, esc, true
-		case '\\':
-			if n+1 == len(rest) || escaped[rest[n+1]] == 0 {
-				return 0, 0, false
-			}
-			if esc < 0 {
-				esc = j - i - 1
-			}
-			j += 2
-		default:
-			if c < 0x80 { // a control character
-				return 0, 0, false
-			}
-			plain = &plainAll
-		}
+	if len(v) < minSecret {
+		return nil
 	}
-	return 0, 0, false
-}
-
-// plainRun returns how many bytes at the start of s the table plain marks.
-// It tests eight bytes at a time while it can: the common string has long
-// runs.
-func plainRun(s []byte, plain *[256]uint8) int {
-	n := 0
-	for ; n+8 <= len(s); n += 8 {
-		w := s[n : n+8 : n+8]
-		if plain[w[0]]&plain[w[1]]&plain[w[2]]&plain[w[3]]&plain[w[4]]&plain[w[5]]&plain[w[6]]&plain[w[7]] == 0 {
-			break
-		}
-	}
-	for n < len(s) && plain[s[n]] != 0 {
-		n++
-	}
-	return n
-}
-
-// unescape decodes, in place, the contents s of a string scanString
-// accepted, whose first escape is at j, and returns the decoded part of s.
-func unescape(s []byte, j int) []byte {
-	if j < 0 {
-		return s
-	}
-	w := j
-	for {
-		s[w] = escaped[s[j+1]]
-		w, j = w+1, j+2
-		k := bytes.IndexByte(s[j:], '\\')
-		if k < 0 {
-			return s[:w+copy(s[w:], s[j:])]
-		}
-		w += copy(s[w:], s[j:j+k])
-		j += k
-	}
+	return redact.NewSet(v)
 }
 
 // CheckContentType refuses an answer that is not an NDJSON stream; what
-// names the stream expected ("logs", "command data") in the error.
-func CheckContentType(h http.Header, what, sessionID, commandID string) error {
+// names the stream expected ("logs", "command data") in the error, and
+// the server's text in it goes through secrets.
+func CheckContentType(h http.Header, secrets *redact.Set, what, sessionID, commandID string) error {
 	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
 	if err == nil && mt == wire.ContentNDJSON {
 		return nil
 	}
 	return &apierr.StreamError{Code: "unexpected_content_type", SessionID: sessionID, CommandID: commandID,
-		Message: fmt.Sprintf("expected a stream of %s (%s), got %q", what, wire.ContentNDJSON, h.Get("Content-Type"))}
+		Message: fmt.Sprintf("expected a stream of %s (%s), got %q", what, wire.ContentNDJSON, secrets.String(h.Get("Content-Type")))}
 }
+
+// errNotFrame is the error of a line that is neither a command nor a log
+// line.
+var errNotFrame = errors.New("line is neither a command nor a log line")

@@ -22,7 +22,7 @@ func TestDecoderAttachedStream(t *testing.T) {
 {"stream":"stderr","data":"\u00e9\n"}
 {"command":{"id":"cmd_1","name":"echo","args":["hi"],"cwd":"/v","sessionId":"sbx_1","exitCode":0,"durationMs":4,"startedAt":1}}
 `
-	d := NewDecoder(strings.NewReader(body), "sbx_1", "")
+	d := NewDecoder(strings.NewReader(body), nil, "sbx_1", "")
 	f, err := d.Next()
 	require.NoError(t, err)
 	require.Equal(t, KindCommand, f.Kind)
@@ -51,7 +51,7 @@ func TestDecoderErrors(t *testing.T) {
 		`not json`:                                                                      "malformed_frame",
 	}
 	for line, code := range cases {
-		d := NewDecoder(strings.NewReader(line+"\n"), "sbx_1", "cmd_1")
+		d := NewDecoder(strings.NewReader(line+"\n"), nil, "sbx_1", "cmd_1")
 		_, err := d.Next()
 		var se *apierr.StreamError
 		require.ErrorAs(t, err, &se, line)
@@ -63,7 +63,7 @@ func TestDecoderErrors(t *testing.T) {
 func TestDecoderReadError(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("connection reset")
-	d := NewDecoder(io.MultiReader(strings.NewReader(`{"stream":"stdout","data":"a"}`+"\n"), errReader{boom}), "s", "c")
+	d := NewDecoder(io.MultiReader(strings.NewReader(`{"stream":"stdout","data":"a"}`+"\n"), errReader{boom}), nil, "s", "c")
 	_, err := d.Next()
 	require.NoError(t, err)
 	_, err = d.Next()
@@ -84,7 +84,7 @@ func FuzzDecoder(f *testing.F) {
 	f.Add([]byte(`{"data":"a\nb\"c\\d\u00e9\ud83d\ude00","stream":"stdout"}` + "\r\n" + ` { "stream" : "stderr" , "data" : "\t" } `))
 	f.Add([]byte(`{"data":"x","stream":"stdout","extra":1}` + "\n" + `{"data":"\x","stream":"stdout"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d := NewDecoder(bytes.NewReader(data), "s", "c")
+		d := NewDecoder(bytes.NewReader(data), nil, "s", "c")
 		var got []Frame
 		for {
 			fr, err := d.Next()
@@ -105,6 +105,7 @@ func FuzzDecoder(f *testing.F) {
 			default:
 				t.Fatalf("unknown kind %d", fr.Kind)
 			}
+			fr.Data = bytes.Clone(fr.Data) // valid until the next call
 			got = append(got, fr)
 		}
 	})
@@ -120,6 +121,7 @@ func FuzzFastLog(f *testing.F) {
 	f.Add([]byte(` { "data" : "x" , "stream" : "stdout" } `))
 	f.Add([]byte(`{"data":"x","stream":"stdout","data":"y"}`))
 	f.Add([]byte(`{"DATA":"x","stream":"stdout"}`))
+	f.Add([]byte(`{"Stream":"stdout","data":"x"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		if !agreeWithGeneral(t, line) {
 			return
@@ -138,7 +140,7 @@ func TestFastLogMatchesJSON(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"plain", "line\\n", "x\\\"y", "\\u0041", "tail\\"} {
 		line := []byte(`{"stream":"stderr","data":"` + s + `"}`)
-		d := NewDecoder(strings.NewReader(string(line)+"\n"), "s", "c")
+		d := NewDecoder(strings.NewReader(string(line)+"\n"), nil, "s", "c")
 		fr, err := d.Next()
 		var w struct{ Data string }
 		jerr := json.Unmarshal(line, &w)

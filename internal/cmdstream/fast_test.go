@@ -67,9 +67,11 @@ func TestFastLogTable(t *testing.T) {
 		{line: " \t{ \"data\" :\r\"x\" , \"stream\" : \"stderr\" }\t ", fast: true, kind: KindStderr, data: "x"},
 		{line: `{"data":"x","stream":"stdout","extra":1}`, kind: KindStdout, data: "x"},
 		{line: `{"extra":{"a":[1]},"data":"x","stream":"stdout"}`, kind: KindStdout, data: "x"},
-		{line: `{"data":"x","stream":"stdout","data":"y"}`, kind: KindStdout, data: "y"},
-		{line: `{"data":"x","stream":"stderr","stream":"stdout"}`, kind: KindStdout, data: "x"},
-		{line: `{"DATA":"x","Stream":"stdout"}`, kind: KindStdout, data: "x"},
+		{line: `{"data":"x","stream":"stdout","data":"y"}`, code: "malformed_frame"},
+		{line: `{"data":"x","stream":"stderr","stream":"stdout"}`, code: "malformed_frame"},
+		{line: `{"DATA":"x","Stream":"stdout"}`, code: "malformed_frame"},
+		{line: `{"Stream":"stdout","data":"x"}`, code: "malformed_frame"},
+		{line: `{"stream":"stdout","Data":"x"}`, code: "malformed_frame"},
 		{line: `{"d\u0061ta":"x","stream":"stdout"}`, kind: KindStdout, data: "x"},
 		{line: `{"data":"x","stream":"std\u006fut"}`, kind: KindStdout, data: "x"},
 		{line: `{"data":null,"stream":"stdout"}`, kind: KindStdout, data: ""},
@@ -90,7 +92,7 @@ func TestFastLogTable(t *testing.T) {
 		{line: `["data","x"]`, code: "malformed_frame"},
 	} {
 		assert.Equal(t, c.fast, agreeWithGeneral(t, []byte(c.line)), "fast path for %s", c.line)
-		fr, err := NewDecoder(strings.NewReader(c.line+"\n"), "s", "c").Next()
+		fr, err := NewDecoder(strings.NewReader(c.line+"\n"), nil, "s", "c").Next()
 		if c.code != "" {
 			var se *apierr.StreamError
 			require.ErrorAs(t, err, &se, c.line)
@@ -105,9 +107,9 @@ func TestFastLogTable(t *testing.T) {
 	}
 }
 
-// TestFrameDataIsOwned checks that a frame's data survives the frames
-// after it: the decoder reuses its buffers, not the data it hands out.
-func TestFrameDataIsOwned(t *testing.T) {
+// TestFrameDataUntilNext checks that a frame's data is right until the
+// next call: the decoder hands out slices of its buffer.
+func TestFrameDataUntilNext(t *testing.T) {
 	t.Parallel()
 	var body strings.Builder
 	var want []string
@@ -116,20 +118,17 @@ func TestFrameDataIsOwned(t *testing.T) {
 		body.WriteString(`{"data":"` + s + `","stream":"stdout"}` + "\n")
 		want = append(want, strings.Repeat(string(rune('a'+i%26)), i%300)+"\n")
 	}
-	d := NewDecoder(strings.NewReader(body.String()), "s", "c")
-	var got [][]byte
+	d := NewDecoder(strings.NewReader(body.String()), nil, "s", "c")
+	var got []string
 	for {
 		fr, err := d.Next()
 		if err == io.EOF {
 			break
 		}
 		require.NoError(t, err)
-		got = append(got, fr.Data)
+		got = append(got, string(fr.Data))
 	}
-	require.Len(t, got, len(want))
-	for i := range want {
-		assert.Equal(t, want[i], string(got[i]), i)
-	}
+	assert.Equal(t, want, got)
 }
 
 // decodeLines is the reference for FuzzDecoder: the lines of data split,

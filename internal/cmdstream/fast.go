@@ -1,0 +1,191 @@
+package cmdstream
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// fastLog decodes a log line whose two keys, "stream" and "data", come in
+// either order ({"data":…,"stream":…} is how hosted Vercel writes them,
+// {"stream":…,"data":…} how the local backend once did), without a general
+// JSON decode and without an allocation. Anything else (\u
+// escapes, invalid UTF-8, other, repeated or escaped keys, an error frame,
+// a command line) takes the general path, which gives the same result.
+// The line is left as it is unless it is a log frame; then its data is
+// decoded in place, and the frame's Data is a slice of the line.
+func fastLog(line []byte) (Frame, bool) {
+	i := skipSpace(line, 0)
+	if i == len(line) || line[i] != '{' {
+		return Frame{}, false
+	}
+	var k Kind
+	var data []byte // the data as it is in the line, without its quotes
+	dataEsc := -1   // where its first escape is in data; -1 for none
+	haveData := false
+	for {
+		i = skipSpace(line, i+1)
+		var key string
+		if key, i = token(line, i, `"stream"`, `"data"`); key == "" {
+			return Frame{}, false
+		}
+		i = skipSpace(line, i)
+		if i == len(line) || line[i] != ':' {
+			return Frame{}, false
+		}
+		i = skipSpace(line, i+1)
+		if key == `"stream"` {
+			var v string
+			if v, i = token(line, i, `"stdout"`, `"stderr"`); v == "" || k != 0 {
+				return Frame{}, false
+			}
+			k = KindStdout
+			if v == `"stderr"` {
+				k = KindStderr
+			}
+		} else {
+			next, esc, ok := scanString(line, i)
+			if !ok || haveData {
+				return Frame{}, false
+			}
+			data, dataEsc, haveData, i = line[i+1:next-1], esc, true, next
+		}
+		i = skipSpace(line, i)
+		if i == len(line) {
+			return Frame{}, false
+		}
+		if line[i] == '}' {
+			break
+		}
+		if line[i] != ',' {
+			return Frame{}, false
+		}
+	}
+	if k == 0 || !haveData || skipSpace(line, i+1) != len(line) {
+		return Frame{}, false
+	}
+	return Frame{Kind: k, Data: unescape(data, dataEsc)}, true
+}
+
+// token returns whichever of a and b starts line[i:], and the index after
+// it; "" when neither does. Both are quoted JSON strings without escapes,
+// so a match is the whole string.
+func token(line []byte, i int, a, b string) (string, int) {
+	rest := line[i:]
+	switch {
+	case len(rest) >= len(a) && string(rest[:len(a)]) == a:
+		return a, i + len(a)
+	case len(rest) >= len(b) && string(rest[:len(b)]) == b:
+		return b, i + len(b)
+	}
+	return "", i
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// plainASCII marks the ASCII bytes that stand for themselves inside a
+// JSON string: all but the quote, the backslash and the control
+// characters; plainAll marks the bytes from 0x80 too. They hold 1 for
+// those, 0 for the others, so that a run of lookups can be combined with &
+// and tested once.
+var plainASCII, plainAll = func() (ascii, all [256]uint8) {
+	for c := 0x20; c < 256; c++ {
+		if c != '"' && c != '\\' {
+			all[c] = 1
+			if c < 0x80 {
+				ascii[c] = 1
+			}
+		}
+	}
+	return ascii, all
+}()
+
+// escaped maps the byte after a backslash to the byte it stands for, for
+// the escapes the fast path decodes; zero for the others (\u and invalid
+// ones), which the general path handles.
+var escaped = [256]byte{
+	'"': '"', '\\': '\\', '/': '/',
+	'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t',
+}
+
+// scanString checks the JSON string at b[i] for the fast path, and returns
+// the index after its closing quote and where its first escape is in its
+// contents (-1 for none). It refuses (ok false) what the fast
+// path leaves to encoding/json: \u and invalid escapes, control
+// characters, invalid UTF-8, and a string that is not closed.
+func scanString(b []byte, i int) (next, esc int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, 0, false
+	}
+	esc = -1
+	plain := &plainASCII // until the first byte from 0x80, when UTF-8 has to be checked
+	for j := i + 1; j < len(b); {
+		rest := b[j:]
+		n := plainRun(rest, plain)
+		j += n
+		if n == len(rest) {
+			break
+		}
+		switch c := rest[n]; c {
+		case '"':
+			if plain == &plainAll && !utf8.Valid(b[i+1:j]) {
+				return 0, 0, false
+			}
+			return j + 1, esc, true
+		case '\\':
+			if n+1 == len(rest) || escaped[rest[n+1]] == 0 {
+				return 0, 0, false
+			}
+			if esc < 0 {
+				esc = j - i - 1
+			}
+			j += 2
+		default:
+			if c < 0x80 { // a control character
+				return 0, 0, false
+			}
+			plain = &plainAll
+		}
+	}
+	return 0, 0, false
+}
+
+// plainRun returns how many bytes at the start of s the table plain marks.
+// It tests eight bytes at a time while it can: the common string has long
+// runs.
+func plainRun(s []byte, plain *[256]uint8) int {
+	n := 0
+	for ; n+8 <= len(s); n += 8 {
+		w := s[n : n+8 : n+8]
+		if plain[w[0]]&plain[w[1]]&plain[w[2]]&plain[w[3]]&plain[w[4]]&plain[w[5]]&plain[w[6]]&plain[w[7]] == 0 {
+			break
+		}
+	}
+	for n < len(s) && plain[s[n]] != 0 {
+		n++
+	}
+	return n
+}
+
+// unescape decodes, in place, the contents s of a string scanString
+// accepted, whose first escape is at j, and returns the decoded part of s.
+func unescape(s []byte, j int) []byte {
+	if j < 0 {
+		return s
+	}
+	w := j
+	for {
+		s[w] = escaped[s[j+1]]
+		w, j = w+1, j+2
+		k := bytes.IndexByte(s[j:], '\\')
+		if k < 0 {
+			return s[:w+copy(s[w:], s[j:])]
+		}
+		w += copy(s[w:], s[j:j+k])
+		j += k
+	}
+}

@@ -40,14 +40,20 @@ type Cmd struct {
 	Timeout time.Duration
 	// InactivityTimeout ends an attached run whose command prints nothing
 	// for this long: the command is killed and the run returns an
-	// *InactivityError. Zero means none.
+	// *InactivityError. Zero means none. The clock measures the command,
+	// not the caller: it stops while Stdout or Stderr holds a write, so a
+	// slow writer never makes a command look silent.
 	InactivityTimeout time.Duration
 	// Stdout and Stderr receive the output of an attached run as it
-	// arrives, one write per frame. Nil discards (output is still captured).
+	// arrives, one write per frame; a frame longer than the client's
+	// buffer (about 128 KiB) comes in several writes as it arrives, so an
+	// output line of any length costs bounded memory. Nil discards (output
+	// is still captured).
 	Stdout io.Writer
 	Stderr io.Writer
-	// CaptureLimit bounds how many bytes of each stream the Result keeps;
-	// later output is counted but dropped, and the Truncated flags are set.
+	// CaptureLimit bounds how many bytes of each stream the Result keeps,
+	// not what Stdout and Stderr receive; later output is counted but
+	// dropped, and the Truncated flags are set.
 	// Zero means DefaultCaptureLimit; negative means capture nothing.
 	CaptureLimit int
 	// KillOnCancel kills the remote command when the caller's context ends
@@ -246,10 +252,14 @@ func (s Stream) String() string {
 	return "stdout"
 }
 
-// Event is one chunk of output from a log stream.
+// Event is one chunk of output from a log stream: a frame, or a piece of
+// a frame longer than the client's buffer (about 128 KiB), which comes as
+// several Events of the same Stream as it arrives.
 type Event struct {
 	Stream Stream
-	Data   []byte
+	// Data is valid until the next iteration: it is a slice of the
+	// client's buffer. Copy it (bytes.Clone) to keep it.
+	Data []byte
 }
 
 // Info is the state of a command as the API reports it.

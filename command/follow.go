@@ -172,16 +172,16 @@ func (f *follower) lost(ctx context.Context, err error) error {
 // stream reads one log stream to its end, passing on the bytes not yet
 // delivered. A clean end gives nil.
 func (f *follower) stream(ctx context.Context) error {
-	body, err := openLogs(ctx, f.c.Core, f.ref)
+	body, dec, err := openLogs(ctx, f.c.Core, f.ref)
 	if err != nil {
 		return err
 	}
 	defer body.Close()
+	defer dec.Close()
 	if f.track != nil {
 		f.track(body)
 	}
 	var seen delivered
-	dec := cmdstream.NewDecoder(body, f.ref.SessionID, f.ref.CommandID)
 	for {
 		fr, err := dec.Next()
 		if err == io.EOF {

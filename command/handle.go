@@ -219,6 +219,9 @@ func (h *Handle) Terminate(ctx context.Context, grace time.Duration) error {
 // once (see ReattachPolicy). The sequence stops early, with an error, when
 // ctx ends, the session ends (an error matching ErrGone) or the stream
 // fails in a way no re-attachment mends.
+//
+// An Event's Data is valid until the next iteration, and a long frame
+// comes as several Events: memory stays bounded whatever the output.
 func (h *Handle) Logs(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		f := &follower{c: h.c, ref: h.ref, op: "logs", known: h.finished(),
@@ -331,19 +334,21 @@ func sendKill(ctx context.Context, core *httpcore.Client, ref Ref, sig Signal) (
 }
 
 // openLogs opens a command's log stream: log lines replayed from the start,
-// ending when the command does.
-func openLogs(ctx context.Context, core *httpcore.Client, ref Ref) (io.ReadCloser, error) {
+// ending when the command does. The decoder's errors hide the secrets the
+// request carried.
+func openLogs(ctx context.Context, core *httpcore.Client, ref Ref) (io.ReadCloser, *cmdstream.Decoder, error) {
 	if err := ref.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resp, err := core.Do(ctx, &httpcore.Call{Method: "GET", Path: cmdPath(ref) + "/logs", Op: "command logs",
 		SandboxName: ref.SandboxName, SessionID: ref.SessionID, Stream: true})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := cmdstream.CheckContentType(resp.Header, "logs", ref.SessionID, ref.CommandID); err != nil {
+	secrets := cmdstream.Secrets(resp)
+	if err := cmdstream.CheckContentType(resp.Header, secrets, "logs", ref.SessionID, ref.CommandID); err != nil {
 		resp.Body.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return resp.Body, nil
+	return resp.Body, cmdstream.NewDecoder(resp.Body, secrets, ref.SessionID, ref.CommandID), nil
 }

@@ -158,7 +158,8 @@ type attachedRun struct {
 	stderr   *capture.Buffer
 	began    time.Time
 	silent   atomic.Bool
-	lastSeen atomic.Int64
+	lastSeen atomic.Int64 // when output last came, or the caller's writer last returned
+	writing  atomic.Bool  // whether the caller's writer has the output
 	sent     delivered
 
 	mu   sync.Mutex
@@ -167,7 +168,8 @@ type attachedRun struct {
 
 func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd *Cmd, sid string) (*Result, error) {
 	defer resp.Body.Close()
-	if err := cmdstream.CheckContentType(resp.Header, "command data", sid, ""); err != nil {
+	secrets := cmdstream.Secrets(resp)
+	if err := cmdstream.CheckContentType(resp.Header, secrets, "command data", sid, ""); err != nil {
 		return nil, err
 	}
 	limit := captureLimit(cmd)
@@ -178,6 +180,11 @@ func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd
 	if cmd.InactivityTimeout > 0 {
 		r.lastSeen.Store(time.Now().UnixNano())
 		check := func() {
+			if r.writing.Load() {
+				// The caller's writer is slow, not the command.
+				timer.Reset(cmd.InactivityTimeout)
+				return
+			}
 			idle := time.Since(time.Unix(0, r.lastSeen.Load()))
 			if idle >= cmd.InactivityTimeout {
 				r.silent.Store(true)
@@ -191,8 +198,11 @@ func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd
 		defer timer.Stop()
 	}
 
-	final, started, loopErr := r.read(resp.Body)
+	dec := cmdstream.NewDecoder(resp.Body, secrets, sid, "")
+	defer dec.Close()
+	final, started, loopErr := r.read(dec)
 	if final != nil {
+		drain(dec, resp.Body)
 		return r.finish(infoFromWire(final))
 	}
 	// The stream ended without its final frame. Unless the run is over
@@ -216,8 +226,7 @@ func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd
 
 // read reads the attached stream until its final frame, which it returns,
 // or until it ends or fails.
-func (r *attachedRun) read(body io.Reader) (final *wire.Command, started bool, err error) {
-	dec := cmdstream.NewDecoder(body, r.sid, "")
+func (r *attachedRun) read(dec *cmdstream.Decoder) (final *wire.Command, started bool, err error) {
 	for {
 		f, err := dec.Next()
 		if err != nil {
@@ -308,6 +317,9 @@ func (r *attachedRun) closeBody() {
 	}
 }
 
+// write passes output on to the caller's writer and keeps it. The
+// inactivity clock stops while the writer has it: a slow writer is not a
+// silent command.
 func (r *attachedRun) write(k cmdstream.Kind, data []byte) error {
 	r.lastSeen.Store(time.Now().UnixNano())
 	w, cp, name, i := r.cmd.Stdout, r.stdout, "stdout", 0
@@ -316,10 +328,15 @@ func (r *attachedRun) write(k cmdstream.Kind, data []byte) error {
 	}
 	r.sent[i] += int64(len(data))
 	_, _ = cp.Write(data)
-	if w != nil {
-		if _, err := w.Write(data); err != nil {
-			return &writeError{err: fmt.Errorf("vercel sandbox: writing %s of command %s: %w", name, r.cid, err)}
-		}
+	if w == nil {
+		return nil
+	}
+	r.writing.Store(true)
+	_, err := w.Write(data)
+	r.lastSeen.Store(time.Now().UnixNano())
+	r.writing.Store(false)
+	if err != nil {
+		return &writeError{err: fmt.Errorf("vercel sandbox: writing %s of command %s: %w", name, r.cid, err)}
 	}
 	return nil
 }
@@ -341,6 +358,22 @@ func (r *attachedRun) kill(ctx context.Context) error {
 		return nil // the session is gone, and the command with it
 	}
 	return err
+}
+
+// Draining bounds: what is read of an attached stream after its final
+// frame, so that its connection serves the next call. A server that sends
+// more, or does not end the stream soon, loses the connection.
+const (
+	drainBytes = 64 << 10
+	drainTime  = 250 * time.Millisecond
+)
+
+// drain reads what follows the final frame (the end of the body, as a
+// rule) before body is closed.
+func drain(dec *cmdstream.Decoder, body io.Closer) {
+	t := time.AfterFunc(drainTime, func() { body.Close() })
+	dec.Drain(drainBytes)
+	t.Stop()
 }
 
 func teeWriter(w io.Writer, c io.Writer) io.Writer {

@@ -65,7 +65,7 @@ func TestLogsReplayFromTheStart(t *testing.T) {
 		var got []command.Event
 		for ev, err := range h.Logs(t.Context()) {
 			require.NoError(t, err)
-			got = append(got, ev)
+			got = append(got, command.Event{Stream: ev.Stream, Data: bytes.Clone(ev.Data)}) // valid until the next event
 		}
 		assert.Equal(t, []command.Event{
 			{Stream: command.Stdout, Data: []byte("a")},

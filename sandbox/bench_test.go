@@ -91,11 +91,16 @@ func BenchmarkLogStream(b *testing.B) {
 // rawPost returns a function that posts body to path (below the session of
 // sb) with net/http alone and returns the answer.
 func rawPost(b *testing.B, srv *sandboxtest.Server, sb *sandbox.Sandbox, path, body string) func() *http.Response {
-	url := srv.URL() + "/v2/sandboxes/sessions/" + sb.SessionID() + path + "?teamId=" + local.TeamID
+	return rawPostTo(b, srv.URL(), srv.Token(), sb, path, body)
+}
+
+// rawPostTo is rawPost to a server at base that accepts token.
+func rawPostTo(b *testing.B, base, token string, sb *sandbox.Sandbox, path, body string) func() *http.Response {
+	url := base + "/v2/sandboxes/sessions/" + sb.SessionID() + path + "?teamId=" + local.TeamID
 	hc := &http.Client{}
 	return func() *http.Response {
 		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+srv.Token())
+		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := hc.Do(req)
 		if err != nil {
@@ -107,9 +112,9 @@ func rawPost(b *testing.B, srv *sandboxtest.Server, sb *sandbox.Sandbox, path, b
 
 // rawRun returns a function that posts an attached run of command with
 // args, with its logs, through rawPost.
-func rawRun(b *testing.B, srv *sandboxtest.Server, sb *sandbox.Sandbox, command string, args ...string) func() *http.Response {
+func rawRun(b *testing.B, base, token string, sb *sandbox.Sandbox, command string, args ...string) func() *http.Response {
 	wireArgs, _ := json.Marshal(append([]string{}, args...))
-	return rawPost(b, srv, sb, "/cmd", fmt.Sprintf(`{"command":%q,"args":%s,"env":{},"sudo":false,"wait":true,"logs":true}`, command, wireArgs))
+	return rawPostTo(b, base, token, sb, "/cmd", fmt.Sprintf(`{"command":%q,"args":%s,"env":{},"sudo":false,"wait":true,"logs":true}`, command, wireArgs))
 }
 
 // BenchmarkLogStreamRaw is a peer: the same request and stream decoded with
@@ -128,7 +133,7 @@ func BenchmarkLogStreamCopy(b *testing.B) {
 // and reads the answer with read.
 func benchRawLogStream(b *testing.B, read func(io.Reader) int) {
 	srv, _, sb := benchServer(b)
-	run := rawRun(b, srv, sb, "lines", strconv.Itoa(benchLines))
+	run := rawRun(b, srv.URL(), srv.Token(), sb, "lines", strconv.Itoa(benchLines))
 	benchLogStream(b, func() int {
 		resp := run()
 		defer resp.Body.Close()
@@ -137,25 +142,28 @@ func benchRawLogStream(b *testing.B, read func(io.Reader) int) {
 }
 
 // BenchmarkRunTrue is the per-call overhead of an attached run of a
-// command that prints nothing.
+// command that prints nothing. It reports the connections the server saw
+// opened in all.
 func BenchmarkRunTrue(b *testing.B) {
-	_, _, sb := benchServer(b)
+	cs := countedSandbox(b)
 	ctx := context.Background()
 	cmd := &command.Cmd{Name: "true"}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := sb.Run(ctx, cmd); err != nil {
+		if _, err := cs.sb.Run(ctx, cmd); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(cs.conns.Load()), "conns")
 }
 
 // BenchmarkRunTrueRaw is the baseline for BenchmarkRunTrue: the same
-// exchange with net/http and encoding/json alone.
+// exchange with net/http and encoding/json alone, each answer read to its
+// end.
 func BenchmarkRunTrueRaw(b *testing.B) {
-	srv, _, sb := benchServer(b)
-	run := rawRun(b, srv, sb, "true")
+	cs := countedSandbox(b)
+	run := rawRun(b, cs.url, cs.token, cs.sb, "true")
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -169,6 +177,7 @@ func BenchmarkRunTrueRaw(b *testing.B) {
 		}
 		resp.Body.Close()
 	}
+	b.ReportMetric(float64(cs.conns.Load()), "conns")
 }
 
 // uploadSize is the content size of the 64 MiB upload benchmarks.

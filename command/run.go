@@ -371,6 +371,9 @@ const (
 // drain reads what follows the final frame (the end of the body, as a
 // rule) before body is closed.
 func drain(dec *cmdstream.Decoder, body io.Closer) {
+	if dec.Ended() {
+		return
+	}
 	t := time.AfterFunc(drainTime, func() { body.Close() })
 	dec.Drain(drainBytes)
 	t.Stop()

@@ -202,6 +202,9 @@ func (d *Decoder) Close() {
 	}
 }
 
+// Ended reports whether the body has ended (cleanly or not).
+func (d *Decoder) Ended() bool { return d.rerr != nil }
+
 // Drain reads the rest of the body, up to limit bytes, and reports whether
 // it ended cleanly: then the connection it came on can serve another call.
 func (d *Decoder) Drain(limit int64) bool {
@@ -295,12 +298,16 @@ func Secrets(resp *http.Response) *redact.Set {
 // names the stream expected ("logs", "command data") in the error, and
 // the server's text in it goes through secrets.
 func CheckContentType(h http.Header, secrets *redact.Set, what, sessionID, commandID string) error {
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	ct := h.Get("Content-Type")
+	if ct == wire.ContentNDJSON {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
 	if err == nil && mt == wire.ContentNDJSON {
 		return nil
 	}
 	return &apierr.StreamError{Code: "unexpected_content_type", SessionID: sessionID, CommandID: commandID,
-		Message: fmt.Sprintf("expected a stream of %s (%s), got %q", what, wire.ContentNDJSON, secrets.String(h.Get("Content-Type")))}
+		Message: fmt.Sprintf("expected a stream of %s (%s), got %q", what, wire.ContentNDJSON, secrets.String(ct))}
 }
 
 // errNotFrame is the error of a line that is neither a command nor a log

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
@@ -64,32 +63,33 @@ func (d *Decoder) general(line []byte) (Frame, error) {
 }
 
 // members calls each with every member of the JSON object line, in order.
+// Once the line is known to be valid JSON, the scanners of long lines split
+// it without a decoder.
 func members(line []byte, each func(key string, v json.RawMessage) error) error {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if t, err := dec.Token(); err != nil {
-		return err
-	} else if t != json.Delim('{') {
+	if !json.Valid(line) {
+		return json.Unmarshal(line, new(any)) // for its error
+	}
+	i := skipSpace(line, 0)
+	if line[i] != '{' {
 		return errors.New("line is not a JSON object")
 	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
+	i = skipSpace(line, i+1)
+	for line[i] != '}' {
+		n := stringToken(line[i:], true)
+		key := string(line[i+1 : i+n-1])
+		if bytes.IndexByte(line[i:i+n], '\\') >= 0 {
+			if err := json.Unmarshal(line[i:i+n], &key); err != nil {
+				return err
+			}
+		}
+		i = skipSpace(line, skipSpace(line, i+n)+1) // the key, spaces, ':', spaces
+		n = valueToken(line[i:], true)
+		if err := each(key, line[i:i+n]); err != nil {
 			return err
 		}
-		key, _ := t.(string) // a key, inside an object
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return err
+		if i = skipSpace(line, i+n); line[i] == ',' {
+			i = skipSpace(line, i+1)
 		}
-		if err := each(key, v); err != nil {
-			return err
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("text after the frame")
 	}
 	return nil
 }

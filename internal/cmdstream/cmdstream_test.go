@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -178,4 +179,57 @@ func TestFastLogKeyOrders(t *testing.T) {
 		_, ok := fastLog([]byte(line))
 		assert.False(t, ok, line)
 	}
+}
+
+// membersRef is the reference for members: encoding/json's tokenizer.
+func membersRef(line []byte) ([]string, []string, error) {
+	var keys, values []string
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil, errors.New("not an object")
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, err
+		}
+		keys, values = append(keys, t.(string)), append(values, string(v))
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, errors.New("text after")
+	}
+	return keys, values, nil
+}
+
+// FuzzMembers checks that members splits a line as encoding/json does,
+// and refuses it exactly when encoding/json does.
+func FuzzMembers(f *testing.F) {
+	f.Add([]byte(`{"command":{"id":"c","exitCode":null},"x":[1,"}"],"d\u0061ta":"s"}`))
+	f.Add([]byte(` { } `))
+	f.Add([]byte(`{"a":1}x`))
+	f.Add([]byte(`{"a":[1,2}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var keys, values []string
+		err := members(line, func(k string, v json.RawMessage) error {
+			if !json.Valid(v) { // the caller's check, for "command"
+				return errors.New("invalid value")
+			}
+			keys, values = append(keys, k), append(values, string(v))
+			return nil
+		})
+		wantKeys, wantValues, wantErr := membersRef(line)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("%q: error %v, want %v", line, err, wantErr)
+		}
+		if err == nil && (!reflect.DeepEqual(keys, wantKeys) || !reflect.DeepEqual(values, wantValues)) {
+			t.Fatalf("%q: %q %q, want %q %q", line, keys, values, wantKeys, wantValues)
+		}
+	})
 }

@@ -25,7 +25,10 @@ func (d *Decoder) general(line []byte) (Frame, error) {
 		case "data":
 			dst = &data
 		default:
-			return nil
+			dst = new(json.RawMessage)
+		}
+		if key != "command" && !json.Valid(v) { // a command is checked as it is decoded
+			return fmt.Errorf("the value of %q is not valid JSON", key)
 		}
 		if *dst != nil {
 			return fmt.Errorf("repeated key %q", key)
@@ -62,34 +65,55 @@ func (d *Decoder) general(line []byte) (Frame, error) {
 	return Frame{}, d.malformed(errNotFrame)
 }
 
-// members calls each with every member of the JSON object line, in order.
-// Once the line is known to be valid JSON, the scanners of long lines split
-// it without a decoder.
+// members calls each with every member of the JSON object line, in order,
+// split by the scanners of long lines. Each value is checked by whoever
+// decodes it; members checks the structure, the keys and the values of
+// unknown keys, so that a line is refused exactly when it is not JSON.
 func members(line []byte, each func(key string, v json.RawMessage) error) error {
-	if !json.Valid(line) {
-		return json.Unmarshal(line, new(any)) // for its error
-	}
 	i := skipSpace(line, 0)
-	if line[i] != '{' {
+	if i == len(line) || line[i] != '{' {
 		return errors.New("line is not a JSON object")
 	}
-	i = skipSpace(line, i+1)
-	for line[i] != '}' {
+	if i = skipSpace(line, i+1); i < len(line) && line[i] == '}' {
+		return textAfter(line, i+1)
+	}
+	for {
 		n := stringToken(line[i:], true)
-		key := string(line[i+1 : i+n-1])
-		if bytes.IndexByte(line[i:i+n], '\\') >= 0 {
-			if err := json.Unmarshal(line[i:i+n], &key); err != nil {
-				return err
-			}
+		if n < 2 || line[i+n-1] != '"' {
+			return errors.New("a key is not a string")
 		}
-		i = skipSpace(line, skipSpace(line, i+n)+1) // the key, spaces, ':', spaces
-		n = valueToken(line[i:], true)
-		if err := each(key, line[i:i+n]); err != nil {
+		var key string
+		if err := json.Unmarshal(line[i:i+n], &key); err != nil {
 			return err
 		}
-		if i = skipSpace(line, i+n); line[i] == ',' {
-			i = skipSpace(line, i+1)
+		if i = skipSpace(line, i+n); i == len(line) || line[i] != ':' {
+			return errors.New("a key is not followed by ':'")
 		}
+		i = skipSpace(line, i+1)
+		n = valueToken(line[i:], true)
+		v := line[i : i+n]
+		if err := each(key, v); err != nil {
+			return err
+		}
+		if i = skipSpace(line, i+n); i == len(line) {
+			return errors.New("the line ends inside the object")
+		}
+		switch line[i] {
+		case ',':
+			i = skipSpace(line, i+1)
+		case '}':
+			return textAfter(line, i+1)
+		default:
+			return fmt.Errorf("invalid character %q after a value", line[i])
+		}
+	}
+}
+
+// textAfter refuses a line with more than spaces after its object, which
+// ends before i.
+func textAfter(line []byte, i int) error {
+	if skipSpace(line, i) != len(line) {
+		return errors.New("text after the frame")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package cmdstream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -155,13 +156,23 @@ func scanString(b []byte, i int) (next, esc int, ok bool) {
 }
 
 // plainRun returns how many bytes at the start of s the table plain marks.
-// It tests eight bytes at a time while it can: the common string has long
-// runs.
+// It tests eight bytes at a time while it can, with arithmetic on a word
+// rather than eight lookups: the common string has long runs.
 func plainRun(s []byte, plain *[256]uint8) int {
+	var high uint64 = highBits // bytes from 0x80 end a run of plainASCII
+	if plain == &plainAll {
+		high = 0
+	}
 	n := 0
+	for ; n+32 <= len(s); n += 32 {
+		w := s[n : n+32 : n+32]
+		if mask(binary.LittleEndian.Uint64(w), high)|mask(binary.LittleEndian.Uint64(w[8:]), high)|
+			mask(binary.LittleEndian.Uint64(w[16:]), high)|mask(binary.LittleEndian.Uint64(w[24:]), high) != 0 {
+			break
+		}
+	}
 	for ; n+8 <= len(s); n += 8 {
-		w := s[n : n+8 : n+8]
-		if plain[w[0]]&plain[w[1]]&plain[w[2]]&plain[w[3]]&plain[w[4]]&plain[w[5]]&plain[w[6]]&plain[w[7]] == 0 {
+		if mask(binary.LittleEndian.Uint64(s[n:]), high) != 0 {
 			break
 		}
 	}
@@ -169,6 +180,22 @@ func plainRun(s []byte, plain *[256]uint8) int {
 		n++
 	}
 	return n
+}
+
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+// mask is not zero when one of the eight bytes of w is a quote, a
+// backslash, a control character or, with high set, a byte from 0x80.
+// (x - 0x01…) &^ x has the high bit of a byte set where x has a zero byte,
+// and no high bit at all when x has none; x - n·0x01… likewise for bytes
+// below n ≤ 0x80.
+func mask(w, high uint64) uint64 {
+	q := w ^ (lowBits * '"')
+	b := w ^ (lowBits * '\\')
+	return ((w-lowBits*0x20)&^w|(q-lowBits)&^q|(b-lowBits)&^b)&highBits | w&high
 }
 
 // unescape decodes, in place, the contents s of a string scanString

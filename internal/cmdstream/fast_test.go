@@ -171,3 +171,22 @@ func sameFrames(t *testing.T, data []byte, got []Frame, gotErr error) {
 		t.Fatalf("untyped error %T %v", gotErr, gotErr)
 	}
 }
+
+// TestPlainRunMatchesTable checks the word-at-a-time scan against the
+// byte tables, for every byte at every position of a word.
+func TestPlainRunMatchesTable(t *testing.T) {
+	t.Parallel()
+	for _, plain := range []*[256]uint8{&plainASCII, &plainAll} {
+		for c := 0; c < 256; c++ {
+			for pos := 0; pos < 20; pos++ {
+				s := bytes.Repeat([]byte("a"), 20)
+				s[pos] = byte(c)
+				want := 0
+				for want < len(s) && plain[s[want]] != 0 {
+					want++
+				}
+				require.Equal(t, want, plainRun(s, plain), "byte %#x at %d", c, pos)
+			}
+		}
+	}
+}

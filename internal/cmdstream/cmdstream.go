@@ -145,12 +145,12 @@ func (d *Decoder) next() (Frame, error) {
 
 // line decodes a whole line; ok is false for a blank one.
 func (d *Decoder) line(line []byte) (f Frame, ok bool, err error) {
+	if f, ok := fastLog(line); ok { // it takes the spaces around the object
+		return f, true, nil
+	}
 	line = trimEOL(line)
 	if len(bytes.TrimSpace(line)) == 0 {
 		return Frame{}, false, nil
-	}
-	if f, ok := fastLog(line); ok {
-		return f, true, nil
 	}
 	f, err = d.general(line)
 	return f, true, err

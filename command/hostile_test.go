@@ -17,7 +17,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,7 +34,7 @@ import (
 // its handler writes, and counts the connections clients open to it.
 type hostile struct {
 	conns atomic.Int64
-	log   lockedBuffer // what the client logs, at debug level
+	log   bytes.Buffer // what the client logs, at debug level, from the calling goroutine
 	c     *conn.Conn
 }
 
@@ -66,23 +65,6 @@ func (h *hostile) handle(t *testing.T) *command.Handle {
 	hd, err := command.Attach(h.c, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
 	require.NoError(t, err)
 	return hd
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 const (

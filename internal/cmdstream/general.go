@@ -15,9 +15,9 @@ import (
 // and a repeated key is refused, as a long line is decoded.
 func (d *Decoder) general(line []byte) (Frame, error) {
 	var command, stream, data json.RawMessage
-	err := members(line, func(key string, v json.RawMessage) error {
+	err := members(line, func(key []byte, v json.RawMessage) error {
 		var dst *json.RawMessage
-		switch key {
+		switch string(key) {
 		case "command":
 			dst = &command
 		case "stream":
@@ -27,7 +27,7 @@ func (d *Decoder) general(line []byte) (Frame, error) {
 		default:
 			dst = new(json.RawMessage)
 		}
-		if key != "command" && !json.Valid(v) { // a command is checked as it is decoded
+		if string(key) != "command" && !json.Valid(v) { // a command is checked as it is decoded
 			return fmt.Errorf("the value of %q is not valid JSON", key)
 		}
 		if *dst != nil {
@@ -69,7 +69,7 @@ func (d *Decoder) general(line []byte) (Frame, error) {
 // split by the scanners of long lines. Each value is checked by whoever
 // decodes it; members checks the structure, the keys and the values of
 // unknown keys, so that a line is refused exactly when it is not JSON.
-func members(line []byte, each func(key string, v json.RawMessage) error) error {
+func members(line []byte, each func(key []byte, v json.RawMessage) error) error {
 	i := skipSpace(line, 0)
 	if i == len(line) || line[i] != '{' {
 		return errors.New("line is not a JSON object")
@@ -82,9 +82,13 @@ func members(line []byte, each func(key string, v json.RawMessage) error) error 
 		if n < 2 || line[i+n-1] != '"' {
 			return errors.New("a key is not a string")
 		}
-		var key string
-		if err := json.Unmarshal(line[i:i+n], &key); err != nil {
-			return err
+		key := line[i+1 : i+n-1]
+		if plainRun(key, &plainASCII) != len(key) { // escapes and all: decoded
+			var k string
+			if err := json.Unmarshal(line[i:i+n], &k); err != nil {
+				return err
+			}
+			key = []byte(k)
 		}
 		if i = skipSpace(line, i+n); i == len(line) || line[i] != ':' {
 			return errors.New("a key is not followed by ':'")

@@ -345,3 +345,39 @@ func TestAttachedRunsReuseConnections(t *testing.T) {
 	}
 	assert.LessOrEqual(t, h.conns.Load(), int64(2))
 }
+
+// TestRunAfterFinalLine checks what follows the final line: a server that
+// keeps the stream open, or sends more, does not hold the run, which
+// returns its result and gives the connection up.
+func TestRunAfterFinalLine(t *testing.T) {
+	t.Parallel()
+	for name, after := range map[string]func(w http.ResponseWriter, r *http.Request){
+		"held open": func(_ http.ResponseWriter, r *http.Request) {
+			select {
+			case <-time.After(time.Minute):
+			case <-r.Context().Done():
+			}
+		},
+		"more lines": func(w http.ResponseWriter, r *http.Request) {
+			line := `{"data":"after the end\n","stream":"stdout"}` + "\n"
+			for range 10_000 {
+				if _, err := io.WriteString(w, line); err != nil {
+					return
+				}
+			}
+		},
+	} {
+		h := newHostile(t, "tok_after_final", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			io.WriteString(w, startLine+finishLine)
+			http.NewResponseController(w).Flush()
+			after(w, r)
+		})
+		began := time.Now()
+		res, err := command.Run(t.Context(), h.c, &command.Cmd{Name: "x"})
+		require.NoError(t, err, name)
+		assert.Equal(t, 0, res.ExitCode, name)
+		assert.Empty(t, res.Stdout, "%s: lines after the final line are ignored", name)
+		assert.Less(t, time.Since(began), 30*time.Second, "%s: the run is not held", name)
+	}
+}

@@ -248,7 +248,8 @@ func (h *Handle) Logs(ctx context.Context) iter.Seq2[Event, error] {
 }
 
 // CopyOutput streams the command's output into stdout and stderr (either
-// may be nil) until the command ends.
+// may be nil) until the command ends, a long frame in several writes as it
+// arrives, in bounded memory.
 func (h *Handle) CopyOutput(ctx context.Context, stdout, stderr io.Writer) error {
 	for ev, err := range h.Logs(ctx) {
 		if err != nil {

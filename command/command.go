@@ -47,8 +47,9 @@ type Cmd struct {
 	// Stdout and Stderr receive the output of an attached run as it
 	// arrives, one write per frame; a frame longer than the client's
 	// buffer (about 128 KiB) comes in several writes as it arrives, so an
-	// output line of any length costs bounded memory. Nil discards (output
-	// is still captured).
+	// output line of any length costs bounded memory (what a server sends
+	// before naming the stream, as hosted Vercel does, waits in a temporary
+	// file beyond 1 MiB). Nil discards (output is still captured).
 	Stdout io.Writer
 	Stderr io.Writer
 	// CaptureLimit bounds how many bytes of each stream the Result keeps,

@@ -100,9 +100,9 @@ func (d *Decoder) Next() (Frame, error) {
 	if d.long == nil && d.err == nil {
 		if i := bytes.IndexByte(d.buf[d.scanned:d.end], '\n'); i >= 0 {
 			end := d.scanned + i
-			if f, ok := fastLog(d.buf[d.start:end]); ok {
+			if k, data := fastLog(d.buf[d.start:end]); k != 0 {
 				d.start, d.scanned = end+1, end+1
-				return f, nil
+				return Frame{Kind: k, Data: data}, nil
 			}
 		}
 	}
@@ -156,8 +156,8 @@ func (d *Decoder) next() (Frame, error) {
 
 // line decodes a whole line; ok is false for a blank one.
 func (d *Decoder) line(line []byte) (f Frame, ok bool, err error) {
-	if f, ok := fastLog(line); ok { // it takes the spaces around the object
-		return f, true, nil
+	if k, data := fastLog(line); k != 0 { // it takes the spaces around the object
+		return Frame{Kind: k, Data: data}, true, nil
 	}
 	line = trimEOL(line)
 	if len(bytes.TrimSpace(line)) == 0 {

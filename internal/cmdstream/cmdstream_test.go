@@ -163,7 +163,7 @@ func TestFastLogKeyOrders(t *testing.T) {
 		`{"data":"hi\n","stream":"stdout"}`,
 		` { "data" : "hi\n" , "stream" : "stdout" } `,
 	} {
-		fr, ok := fastLog([]byte(line))
+		fr, ok := fastFrame([]byte(line))
 		require.True(t, ok, line)
 		assert.Equal(t, KindStdout, fr.Kind, line)
 		assert.Equal(t, "hi\n", string(fr.Data), line)
@@ -176,7 +176,7 @@ func TestFastLogKeyOrders(t *testing.T) {
 		`{"data":"x","stream":"stdout","extra":1}`,
 		`{"data":"x","stream":"stdout"}x`,
 	} {
-		_, ok := fastLog([]byte(line))
+		_, ok := fastFrame([]byte(line))
 		assert.False(t, ok, line)
 	}
 }

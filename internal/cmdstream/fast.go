@@ -13,11 +13,12 @@ import (
 // escapes, invalid UTF-8, other, repeated or escaped keys, an error frame,
 // a command line) takes the general path, which gives the same result.
 // The line is left as it is unless it is a log frame; then its data is
-// decoded in place, and the frame's Data is a slice of the line.
-func fastLog(line []byte) (Frame, bool) {
+// decoded in place, and the data returned is a slice of the line. A line
+// it leaves to the general path gives kind 0.
+func fastLog(line []byte) (Kind, []byte) {
 	i := skipSpace(line, 0)
 	if i == len(line) || line[i] != '{' {
-		return Frame{}, false
+		return 0, nil
 	}
 	var k Kind
 	var data []byte // the data as it is in the line, without its quotes
@@ -27,17 +28,17 @@ func fastLog(line []byte) (Frame, bool) {
 		i = skipSpace(line, i+1)
 		var key string
 		if key, i = token(line, i, `"stream"`, `"data"`); key == "" {
-			return Frame{}, false
+			return 0, nil
 		}
 		i = skipSpace(line, i)
 		if i == len(line) || line[i] != ':' {
-			return Frame{}, false
+			return 0, nil
 		}
 		i = skipSpace(line, i+1)
 		if key == `"stream"` {
 			var v string
 			if v, i = token(line, i, `"stdout"`, `"stderr"`); v == "" || k != 0 {
-				return Frame{}, false
+				return 0, nil
 			}
 			k = KindStdout
 			if v == `"stderr"` {
@@ -46,25 +47,25 @@ func fastLog(line []byte) (Frame, bool) {
 		} else {
 			next, esc, ok := scanString(line, i)
 			if !ok || haveData {
-				return Frame{}, false
+				return 0, nil
 			}
 			data, dataEsc, haveData, i = line[i+1:next-1], esc, true, next
 		}
 		i = skipSpace(line, i)
 		if i == len(line) {
-			return Frame{}, false
+			return 0, nil
 		}
 		if line[i] == '}' {
 			break
 		}
 		if line[i] != ',' {
-			return Frame{}, false
+			return 0, nil
 		}
 	}
 	if k == 0 || !haveData || skipSpace(line, i+1) != len(line) {
-		return Frame{}, false
+		return 0, nil
 	}
-	return Frame{Kind: k, Data: unescape(data, dataEsc)}, true
+	return k, unescape(data, dataEsc)
 }
 
 // token returns whichever of a and b starts line[i:], and the index after

@@ -20,7 +20,7 @@ func BenchmarkFastLog(b *testing.B) {
 			b.SetBytes(int64(len(line)))
 			for i := 0; i < b.N; i++ {
 				copy(buf, line)
-				if _, ok := fastLog(buf); !ok {
+				if _, ok := fastFrame(buf); !ok {
 					b.Fatal("slow path")
 				}
 			}

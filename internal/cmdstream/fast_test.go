@@ -14,12 +14,18 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
+// fastFrame is fastLog as a frame, and whether it took the line.
+func fastFrame(line []byte) (Frame, bool) {
+	k, data := fastLog(line)
+	return Frame{Kind: k, Data: data}, k != 0
+}
+
 // agreeWithGeneral checks that, when fastLog accepts line, the general
 // path (encoding/json) decodes it to the same frame; it reports whether
 // fastLog accepted it.
 func agreeWithGeneral(t *testing.T, line []byte) bool {
 	t.Helper()
-	fast, ok := fastLog(bytes.Clone(line)) // it decodes in place
+	fast, ok := fastFrame(bytes.Clone(line)) // it decodes in place
 	if !ok {
 		return false
 	}

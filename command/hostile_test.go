@@ -175,6 +175,7 @@ func TestHugeLineBoundedMemory(t *testing.T) {
 		assert.Equal(t, int64(size), res.StdoutBytes)
 		assert.Len(t, res.Stdout, 1<<10, "CaptureLimit bounds what is kept")
 		assert.Less(t, alloc, uint64(16<<20), "data first %v: an attached run allocated %d bytes", dataFirst, alloc)
+		t.Logf("data first %v: an attached run allocated %.1f MiB", dataFirst, float64(alloc)/(1<<20))
 
 		hd := h.handle(t)
 		w = &hashWriter{h: sha256.New()}
@@ -190,6 +191,7 @@ func TestHugeLineBoundedMemory(t *testing.T) {
 		assert.Equal(t, size, w.n, "data first %v: the whole line comes through Logs", dataFirst)
 		assert.Equal(t, want, w.h.Sum(nil))
 		assert.Less(t, alloc, uint64(16<<20), "data first %v: Logs allocated %d bytes", dataFirst, alloc)
+		t.Logf("data first %v: Logs allocated %.1f MiB", dataFirst, float64(alloc)/(1<<20))
 	}
 	left, err := os.ReadDir(tmp)
 	require.NoError(t, err)
@@ -225,6 +227,7 @@ func TestHugeFieldsRefused(t *testing.T) {
 		require.ErrorAs(t, err, &se, name)
 		assert.Equal(t, "frame_too_large", se.Code, name)
 		assert.Less(t, alloc, uint64(16<<20), "%s: allocated %d bytes", name, alloc)
+		t.Logf("%s: refused after %.1f MiB allocated", name, float64(alloc)/(1<<20))
 	}
 }
 

@@ -404,6 +404,9 @@ func (s *spool) write(p []byte) error {
 		if err != nil {
 			return err
 		}
+		// Unlinked at once where the system allows it (the open file
+		// stays usable), so that not even a crash leaves it behind.
+		_ = os.Remove(f.Name())
 		s.file = f
 		if _, err := f.Write(s.mem); err != nil {
 			return err

@@ -100,6 +100,7 @@ type Client struct {
 	autoResume bool
 	onResume   func(ResumeEvent)
 	reattach   ReattachPolicy
+	upload     uploadConfig
 }
 
 // ResumeEvent reports that a stopped sandbox was resumed.
@@ -124,6 +125,7 @@ type config struct {
 	autoResume bool
 	onResume   func(ResumeEvent)
 	reattach   ReattachPolicy
+	upload     uploadConfig
 	errs       []error
 }
 
@@ -260,7 +262,7 @@ func NewClient(opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{core: core, autoResume: cfg.autoResume, onResume: cfg.onResume, reattach: cfg.reattach}, nil
+	return &Client{core: core, autoResume: cfg.autoResume, onResume: cfg.onResume, reattach: cfg.reattach, upload: cfg.upload}, nil
 }
 
 // project returns the project the calls act for.

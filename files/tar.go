@@ -181,6 +181,9 @@ func newPlan(cwd string, entries []Entry) (*plan, error) {
 // WriteTarGz checks ctx between reads and returns ctx.Err() once it is done.
 // It cannot interrupt a Write to w or a Read of a source that blocks.
 func WriteTarGz(ctx context.Context, w io.Writer, cwd string, entries []Entry, opts ...Option) error {
+	if w == nil {
+		return apierr.Invalid("w", "nil writer")
+	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return err

@@ -233,7 +233,9 @@ func WithReattachPolicy(p ReattachPolicy) Option { return func(c *config) { c.re
 func NewClient(opts ...Option) (*Client, error) {
 	cfg := config{baseURL: DefaultBaseURL, autoResume: true}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&cfg)
+		}
 	}
 	if len(cfg.errs) > 0 {
 		return nil, cfg.errs[0]

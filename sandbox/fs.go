@@ -74,9 +74,24 @@ func (s *Sandbox) WriteFiles(ctx context.Context, entries []files.Entry, opts ..
 	return upload(sid)
 }
 
-// WriteFile uploads one file with mode 0644.
+// WriteFile uploads one file with mode 0644. A path that names a
+// directory ("a/", "a/.") is refused.
 func (s *Sandbox) WriteFile(ctx context.Context, path string, data []byte) error {
+	if err := checkFilePath("path", path); err != nil {
+		return err
+	}
 	return s.WriteFiles(ctx, []files.Entry{files.FromBytes(path, data)})
+}
+
+// checkFilePath refuses, as an *InputError for field, a path that no file
+// can have: the rules of files.Validate.
+func checkFilePath(field, p string) error {
+	err := files.Validate("/", []files.Entry{files.FromBytes(p, nil)})
+	var ie *InputError
+	if errors.As(err, &ie) {
+		return apierr.Invalid(field, "%s", ie.Reason)
+	}
+	return err
 }
 
 // ReadOption refines ReadFile, ReadFileBytes and DownloadFile.
@@ -115,8 +130,11 @@ func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOption)
 			opt(&o)
 		}
 	}
-	if path == "" || strings.IndexByte(path, 0) >= 0 {
-		return nil, apierr.Invalid("path", "empty or contains a NUL byte")
+	if err := checkPath("path", path); err != nil {
+		return nil, err
+	}
+	if strings.IndexByte(o.cwd, 0) >= 0 {
+		return nil, apierr.Invalid("cwd", "ReadCwd contains a NUL byte")
 	}
 	var body io.ReadCloser
 	err := s.withSession(ctx, func(sid string) error {

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/sbx-go/vercel-sandbox/files"
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/bodypipe"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 )
@@ -39,7 +41,12 @@ import (
 // the network path, the same for every upload: a program that forgot it
 // on one call would fail only in production.
 func WithSizedUploads(dir string) Option {
-	return func(c *config) { c.upload = uploadConfig{sized: true, dir: dir} }
+	return func(c *config) {
+		if strings.IndexByte(dir, 0) >= 0 {
+			c.errs = append(c.errs, apierr.Invalid("WithSizedUploads", "directory contains a NUL byte"))
+		}
+		c.upload = uploadConfig{sized: true, dir: dir}
+	}
 }
 
 // uploadConfig says how uploads are sent.

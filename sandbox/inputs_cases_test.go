@@ -86,7 +86,7 @@ var noInput = map[string]string{
 	"local.Server.Requests": getter, "local.Server.Sandbox": "an unknown name reports false",
 	"local.Server.Sandboxes": getter, "local.Server.Session": "an unknown id reports false",
 	"local.Server.Sessions": getter, "local.Server.Snapshots": getter, "local.Server.Token": getter, "local.Server.URL": getter,
-	"local.WithClock": "nil means the real clock", "local.WithDiskQuota": kitOption, "local.WithEarlyStops": noArgs,
+	"local.WithClock": "nil means the real clock", "local.WithDiskQuota": kitOption, "local.WithEarlyStops": noArgs, "local.WithRefuseChunkedUploads": noArgs,
 	"local.WithExecutor": "nil means no executor: commands end with 127 (documented)", "local.WithFriendly": noArgs,
 	"local.WithHostPaths": free, "local.WithLogger": "nil discards", "local.WithProject": free, "local.WithSeed": free,
 	"local.WithStreamCut": kitOption, "local.WithTeam": free, "local.WithToken": "empty accepts any token (documented)",

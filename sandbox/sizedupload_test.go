@@ -18,6 +18,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 )
 
 // uploadLog records the uploads a proxy in front of the fake received.
@@ -94,6 +95,33 @@ func TestChunkedUploadRefusedNamesTheOption(t *testing.T) {
 		assert.Equal(t, status, ae.StatusCode)
 		assert.Contains(t, err.Error(), "sandbox.WithSizedUploads", "the error names the way out")
 	}
+}
+
+// TestLocalRefusesChunkedUploads is how a user tests the configuration:
+// the local backend refuses chunked uploads as such a proxy does.
+func TestLocalRefusesChunkedUploads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, local.WithRefuseChunkedUploads())
+	sb := e.create("")
+	err := sb.WriteFile(t.Context(), "a.txt", []byte("chunked"))
+	var cu *sandbox.ChunkedUploadError
+	require.ErrorAs(t, err, &cu)
+	assert.Equal(t, http.StatusLengthRequired, cu.StatusCode)
+
+	sized := mustGetWith(t, e, sb.Name(), sandbox.WithSizedUploads(t.TempDir()))
+	require.NoError(t, sized.WriteFile(t.Context(), "a.txt", []byte("sized")))
+	got, err := sized.ReadFileBytes(t.Context(), "a.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "sized", string(got))
+}
+
+// mustGetWith returns the named sandbox through a client of the fake made
+// with opts.
+func mustGetWith(t *testing.T, e *env, name string, opts ...sandbox.Option) *sandbox.Sandbox {
+	t.Helper()
+	sb, err := e.srv.Client(opts...).Get(t.Context(), name)
+	require.NoError(t, err)
+	return sb
 }
 
 func TestSizedUploadSendsExactLength(t *testing.T) {

@@ -37,6 +37,7 @@ type config struct {
 	earlyStops    bool
 	createLimit   int
 	createWindow  time.Duration
+	refuseChunked bool
 	errs          []error // malformed options, reported by New
 }
 

@@ -208,6 +208,38 @@ func TestSizedUploadSpoolRemovedOnFailureAndCancel(t *testing.T) {
 	assertEmptyDir(t, spool, "nothing is spooled for invalid input")
 }
 
+func TestSizedUploadSpoolRemovedOnCancelWhileSending(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	spool := t.TempDir()
+	reading, release := make(chan struct{}), make(chan struct{})
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if !strings.HasSuffix(r.URL.Path, "/fs/write") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		_, _ = io.ReadFull(r.Body, make([]byte, 1024))
+		close(reading)
+		<-release // a server that never answers
+	}, sandbox.WithSizedUploads(spool))
+	sb, err := c.Create(t.Context(), sandbox.CreateParams{})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	spooled := make(chan int, 1)
+	go func() {
+		<-reading
+		ents, _ := os.ReadDir(spool)
+		spooled <- len(ents)
+		cancel()
+	}()
+	err = sb.WriteFiles(ctx, []files.Entry{files.FromReader("g", newGenReader(1<<20), 1<<20)})
+	close(release)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, <-spooled, "the upload was sent from its spool file")
+	assertEmptyDir(t, spool, "the spool file is removed after a cancel while sending")
+}
+
 // cancelAfter cancels a context once after bytes were read.
 type cancelAfter struct {
 	r      io.Reader

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -305,4 +307,50 @@ func assertEmptyDir(t *testing.T, dir, msg string) {
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Empty(t, ents, msg)
+}
+
+// BenchmarkWriteFilesSized compares an upload sent chunked with one sent
+// WithSizedUploads: through a spool file when compressed, streamed with its
+// computed length without compression.
+func BenchmarkWriteFilesSized(b *testing.B) {
+	text, _ := uploadData()
+	for _, l := range []struct {
+		name  string
+		level int
+	}{{"BestSpeed", gzip.BestSpeed}, {"NoCompression", gzip.NoCompression}} {
+		for _, sized := range []bool{false, true} {
+			name := map[bool]string{false: "chunked", true: "sized"}[sized]
+			b.Run(name+"/"+l.name, func(b *testing.B) {
+				srv, err := local.New()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(srv.Close)
+				var received atomic.Int64
+				ts := httptest.NewServer(uploadDiscarder(srv.Handler(), everyRequest, &received))
+				b.Cleanup(ts.Close)
+				opts := []sandbox.Option{sandbox.WithBaseURL(ts.URL), sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID)}
+				if sized {
+					opts = append(opts, sandbox.WithSizedUploads(b.TempDir()))
+				}
+				c, err := sandbox.NewClient(opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				sb, err := c.Create(ctx, sandbox.CreateParams{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				entries := []files.Entry{files.FromBytes("big.bin", text)}
+				b.SetBytes(uploadSize)
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := sb.WriteFiles(ctx, entries, files.WithLevel(l.level)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }

@@ -30,8 +30,12 @@ type ResponseTooLargeError struct {
 
 // Error names the call and the limit.
 func (e *ResponseTooLargeError) Error() string {
-	return fmt.Sprintf("vercel sandbox: %s: %s %s: status %d: answer longer than the limit of %d bytes; not read",
-		e.Op, e.Method, e.Path, e.StatusCode, e.Limit)
+	op := ""
+	if e.Op != "" {
+		op = e.Op + ": "
+	}
+	return fmt.Sprintf("vercel sandbox: %s%s %s: status %d: answer longer than the limit of %d bytes; not read",
+		op, e.Method, e.Path, e.StatusCode, e.Limit)
 }
 
 // Is matches ErrResponseTooLarge.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,6 +57,14 @@ type Call struct {
 	Answered func(http.Header)
 }
 
+// op names the call for errors: its Op, or its method and path.
+func (call *Call) op() string {
+	if call.Op != "" {
+		return call.Op
+	}
+	return call.Method + " " + call.Path
+}
+
 // Do sends the call and returns the 2xx response, whose body the caller
 // must close. A non-2xx answer becomes an *apierr.Error; an unsafe call that
 // may have reached the server becomes an *apierr.OutcomeUnknownError.
@@ -85,7 +94,11 @@ func (c *Client) JSON(ctx context.Context, call *Call, out any) error {
 	if call.Answered != nil {
 		call.Answered(resp.Header)
 	}
-	data, err := io.ReadAll(resp.Body)
+	data, err := ReadAnswer(resp, c.maxAnswer, call.Op, call.Path)
+	var tooLarge *apierr.ResponseTooLargeError
+	if errors.As(err, &tooLarge) {
+		return err
+	}
 	if err != nil {
 		return transportFailure(call, fmt.Errorf("reading response: %w", err))
 	}

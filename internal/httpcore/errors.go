@@ -76,11 +76,7 @@ func excerpt(data []byte) string {
 
 // outcomeUnknown says that the call may or may not have been acted on.
 func outcomeUnknown(call *Call, err error) error {
-	op := call.Op
-	if op == "" {
-		op = call.Method + " " + call.Path
-	}
-	return &apierr.OutcomeUnknownError{Op: op, Method: call.Method, Path: call.Path,
+	return &apierr.OutcomeUnknownError{Op: call.op(), Method: call.Method, Path: call.Path,
 		SandboxName: call.SandboxName, SessionID: call.SessionID, Err: unwrapURLError(err)}
 }
 

@@ -116,7 +116,7 @@ func TestHostileMintAndRefreshNeverLeak(t *testing.T) {
 			}
 			var reported []string
 			p := auth.NewOIDCProvider(auth.OIDCOptions{
-				Source: func(context.Context) (string, bool, error) { return expiredOIDC, true, nil },
+				Source:    func(context.Context) (string, bool, error) { return expiredOIDC, true, nil },
 				Refresher: r, Clock: f.clock,
 				OnRefreshError: func(err error) { reported = append(reported, err.Error(), fmt.Sprintf("%+v", err)) },
 			})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -272,5 +273,34 @@ func TestNewValidatesConfig(t *testing.T) {
 			assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 			noSecret(t, err)
 		})
+	}
+}
+
+// TestLocalhostIsDialledWithoutDNS calls a base URL named localhost
+// through a transport of the test's own: the request arrives, and its
+// dialer is only ever given literal addresses, so nothing looked the name
+// up (whoever answered could have received the token).
+func TestLocalhostIsDialledWithoutDNS(t *testing.T) {
+	t.Parallel()
+	srv, hits := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int32) { _, _ = w.Write([]byte(`{}`)) })
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	var mu sync.Mutex
+	var dialled []string
+	d := &net.Dialer{}
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dialled = append(dialled, addr)
+		mu.Unlock()
+		return d.DialContext(ctx, network, addr)
+	}}
+	c := newClient(t, "http://localhost:"+port, func(c *Config) { c.Transport = tr })
+	require.NoError(t, c.JSON(t.Context(), &Call{Method: "GET", Path: "/x"}, nil))
+	assert.EqualValues(t, 1, hits.Load())
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, dialled)
+	for _, a := range dialled {
+		h, _, _ := net.SplitHostPort(a)
+		assert.NotNil(t, net.ParseIP(h), "the dialer was given a name to look up: %s", a)
 	}
 }

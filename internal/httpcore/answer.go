@@ -29,7 +29,7 @@ func ReadAnswer(resp *http.Response, limit int64, op, path string) ([]byte, erro
 	if resp.ContentLength > limit {
 		return nil, tooLarge()
 	}
-	piece := int64(4 << 10)
+	piece := int64(512)
 	if resp.ContentLength >= 0 {
 		piece = resp.ContentLength + 1 // +1 to see a body longer than announced end
 	}

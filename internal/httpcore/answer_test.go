@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -165,3 +167,35 @@ func TestAnswerLimitIsExact(t *testing.T) {
 }
 
 var errCutShort = errors.New("cut short")
+
+// BenchmarkReadAnswer reads answers of API sizes, with and without a
+// Content-Length, beside io.ReadAll of the same bodies.
+func BenchmarkReadAnswer(b *testing.B) {
+	for _, size := range []int{1 << 10, 32 << 10} {
+		body := bytes.Repeat([]byte("x"), size)
+		for _, known := range []bool{false, true} {
+			length := int64(-1)
+			if known {
+				length = int64(size)
+			}
+			name := fmt.Sprintf("%dKiB/length=%v", size>>10, known)
+			b.Run(name+"/ReadAnswer", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					resp := &http.Response{Body: io.NopCloser(bytes.NewReader(body)), ContentLength: length}
+					if _, err := ReadAnswer(resp, DefaultMaxResponseSize, "", "/x"); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run(name+"/ReadAll", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := io.ReadAll(bytes.NewReader(body)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -56,7 +56,8 @@ func NeedsDialer(u *url.URL) bool { return u.Scheme == "http" && IsName(u.Hostna
 const opaqueTransport = "a custom http.RoundTripper may look localhost up through DNS; use http://127.0.0.1 or http://[::1] with it"
 
 // Transport returns a clone of rt (nil: http.DefaultTransport) that dials
-// the name localhost at 127.0.0.1, then ::1, without any lookup. It fails
+// the name localhost at 127.0.0.1, then ::1, without any lookup, and never
+// through a proxy. It fails
 // with an *apierr.InsecureURLError naming field when rt is not an
 // *http.Transport, whose dialing it cannot change.
 func Transport(field string, u *url.URL, rt http.RoundTripper) (*http.Transport, error) {
@@ -73,6 +74,17 @@ func Transport(field string, u *url.URL, rt http.RoundTripper) (*http.Transport,
 		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
 	t.DialContext = Dialer(dial)
+	// A proxy would look the name up itself (and read the credentials):
+	// localhost is never proxied. ProxyFromEnvironment knows that only
+	// for the name in lower case.
+	if proxy := t.Proxy; proxy != nil {
+		t.Proxy = func(r *http.Request) (*url.URL, error) {
+			if IsName(r.URL.Hostname()) {
+				return nil, nil
+			}
+			return proxy(r)
+		}
+	}
 	return t, nil
 }
 

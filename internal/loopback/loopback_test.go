@@ -127,3 +127,23 @@ func TestDialerFallsBackToIPv6(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestLocalhostIsNeverProxied: a transport with a proxy for everything
+// (as HTTP_PROXY sets one) sends localhost, in any case, direct.
+func TestLocalhostIsNeverProxied(t *testing.T) {
+	t.Parallel()
+	proxyURL, _ := url.Parse("http://proxy.example.com:3128")
+	base := &http.Transport{Proxy: http.ProxyURL(proxyURL)}
+	for _, raw := range []string{"http://localhost:1/", "http://LOCALHOST:1/"} {
+		u, _ := url.Parse(raw)
+		rt, err := Transport("BaseURL", u, base)
+		require.NoError(t, err)
+		got, err := rt.Proxy(&http.Request{URL: u})
+		require.NoError(t, err)
+		assert.Nil(t, got, raw)
+	}
+	other, _ := url.Parse("https://api.vercel.com/")
+	rt, _ := Transport("BaseURL", other, base)
+	got, _ := rt.Proxy(&http.Request{URL: other})
+	assert.Equal(t, proxyURL, got, "other hosts keep their proxy")
+}

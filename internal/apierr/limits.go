@@ -45,14 +45,16 @@ func (e *ResponseTooLargeError) Is(target error) bool { return target == ErrResp
 // the next page, one it had already sent: following it would loop. No
 // further request was sent.
 type RepeatedCursorError struct {
-	Op     string // e.g. "list sandboxes"
+	Op string // e.g. "list sandboxes"
+	// Cursor is the repeated cursor, as the server sent it. It is left
+	// out of Error: a server's text may hold anything.
 	Cursor string
 	Pages  int // pages received, the one repeating the cursor included
 }
 
-// Error names the listing and the cursor.
+// Error names the listing and the page.
 func (e *RepeatedCursorError) Error() string {
-	return fmt.Sprintf("vercel sandbox: %s: page %d repeats the cursor %q; stopped", e.Op, e.Pages, e.Cursor)
+	return fmt.Sprintf("vercel sandbox: %s: page %d repeats the cursor of an earlier page; stopped", e.Op, e.Pages)
 }
 
 // Is matches ErrRepeatedCursor.

@@ -10,7 +10,7 @@ import (
 
 // TestLimitErrors checks that each limit error matches its own sentinel
 // only (InsecureURLError is also invalid input) and says what a reader
-// needs: the call and the limit, the listing and the cursor, the field
+// needs: the call and the limit, the listing and the page, the field
 // and the host.
 func TestLimitErrors(t *testing.T) {
 	t.Parallel()
@@ -23,7 +23,7 @@ func TestLimitErrors(t *testing.T) {
 		{&ResponseTooLargeError{Op: "list sandboxes", Method: "GET", Path: "/v2/sandboxes", StatusCode: 200, Limit: 8 << 20},
 			[]error{ErrResponseTooLarge}, []string{"list sandboxes", "GET /v2/sandboxes", "8388608"}},
 		{&ResponseTooLargeError{Method: "POST", Path: "/x", Limit: 10}, []error{ErrResponseTooLarge}, []string{"vercel sandbox: POST /x", "10 bytes"}},
-		{&RepeatedCursorError{Op: "list drives", Cursor: "c1", Pages: 2}, []error{ErrRepeatedCursor}, []string{"list drives", `"c1"`, "page 2"}},
+		{&RepeatedCursorError{Op: "list drives", Cursor: "c1", Pages: 2}, []error{ErrRepeatedCursor}, []string{"list drives", "page 2"}},
 		{&InsecureURLError{Field: "BaseURL", Scheme: "http", Host: "api.localhost:3000"},
 			[]error{ErrInsecureURL, ErrInvalidInput}, []string{"BaseURL", "http://api.localhost:3000", "127.0.0.0/8"}},
 	} {

@@ -252,6 +252,14 @@ func (p *OIDCProvider) refresh(ctx context.Context, project, team string, gen ui
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
 	defer cancel()
 	tok, err := p.refresher.Refresh(rctx, project, team)
+	if err != nil {
+		// A refresher's error may quote a server that echoed a token:
+		// hide the one held and every token shape.
+		p.mu.Lock()
+		held := p.tok
+		p.mu.Unlock()
+		err = redact.Error(err, redact.NewSet(held))
+	}
 	if err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("OIDC token refresh did not finish within %s: %w", p.timeout, err)
 	}

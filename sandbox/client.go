@@ -47,6 +47,15 @@ type (
 	OutputLostError = apierr.OutputLostError
 	// DecodeError is a 2xx answer whose body could not be decoded.
 	DecodeError = apierr.DecodeError
+	// ResponseTooLargeError is an answer longer than the limit set with
+	// WithMaxResponseSize; it was not read further.
+	ResponseTooLargeError = apierr.ResponseTooLargeError
+	// RepeatedCursorError is a listing whose server sent a cursor it had
+	// sent before; the listing stopped instead of looping.
+	RepeatedCursorError = apierr.RepeatedCursorError
+	// InsecureURLError is a URL that would carry credentials in clear
+	// text, refused by NewClient.
+	InsecureURLError = apierr.InsecureURLError
 )
 
 // Sentinel errors for errors.Is.
@@ -64,6 +73,12 @@ var (
 	ErrStreamEnded   = apierr.ErrStreamEnded   // a stream ended before its final frame
 	ErrInvalidInput  = apierr.ErrInvalidInput  // see InputError
 	ErrDecode        = apierr.ErrDecode        // see DecodeError
+	// ErrResponseTooLarge matches ResponseTooLargeError.
+	ErrResponseTooLarge = apierr.ErrResponseTooLarge
+	// ErrRepeatedCursor matches RepeatedCursorError.
+	ErrRepeatedCursor = apierr.ErrRepeatedCursor
+	// ErrInsecureURL matches InsecureURLError.
+	ErrInsecureURL = apierr.ErrInsecureURL
 	// ErrSnapshotNotFound matches a resume refused with snapshot_not_found:
 	// the sandbox cannot be resumed (hosted Vercel keeps nothing of a
 	// non-persistent one). GetOrCreate and a named Create recreate it.
@@ -122,6 +137,7 @@ type config struct {
 	ua         string
 	middleware []Middleware
 	timeout    time.Duration
+	maxAnswer  int64
 	autoResume bool
 	onResume   func(ResumeEvent)
 	reattach   ReattachPolicy
@@ -175,7 +191,10 @@ func WithTransport(rt http.RoundTripper) Option {
 }
 
 // WithBaseURL sets the API base URL (default https://vercel.com/api).
-// Plain http is accepted only for loopback addresses.
+// Plain http is accepted only to a literal loopback address (127.0.0.0/8,
+// ::1) or the name localhost, which is dialled at 127.0.0.1 or ::1 and
+// never looked up (so it needs an *http.Transport, or none); anything
+// else, *.localhost included, gives an *InsecureURLError.
 func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
 
 // WithTeam overrides the team the credentials name.
@@ -199,6 +218,21 @@ func WithUserAgent(s string) Option { return func(c *config) { c.ua = s } }
 // WithMiddleware adds middleware; the first given is the outermost.
 func WithMiddleware(m ...Middleware) Option {
 	return func(c *config) { c.middleware = append(c.middleware, m...) }
+}
+
+// WithMaxResponseSize bounds, in bytes, an answer that is read whole (the
+// JSON answer of every call, after decompression); a longer one gives a
+// *ResponseTooLargeError naming the call and the limit, and costs at most
+// about the limit in memory. The default is 8 MiB, far above any answer of
+// the API. Streams (command output and logs, file downloads) are not
+// bounded by it; error answers are read up to 64 KiB.
+func WithMaxResponseSize(n int64) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.errs = append(c.errs, apierr.Invalid("WithMaxResponseSize", "must be positive, got %d", n))
+		}
+		c.maxAnswer = n
+	}
 }
 
 // WithRequestTimeout bounds each attempt of a non-streaming request.
@@ -259,7 +293,7 @@ func NewClient(opts ...Option) (*Client, error) {
 	core, err := httpcore.New(httpcore.Config{
 		BaseURL: cfg.baseURL, Provider: cfg.provider, Transport: rt, TeamID: cfg.team,
 		ProjectID: cfg.project, Retry: cfg.retry, Logger: cfg.logger, UserAgent: cfg.ua,
-		Middleware: cfg.middleware, RequestTimeout: timeout,
+		Middleware: cfg.middleware, RequestTimeout: timeout, MaxResponseSize: cfg.maxAnswer,
 	})
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
 // execFunc runs a program and returns what it wrote to standard output.
@@ -103,7 +104,8 @@ func (r *CLIExecRefresher) command() string {
 }
 
 // runCommand is the default execFunc. Standard error is reported in the
-// error, shortened; standard output (which holds the token) never is.
+// error, shortened and with token shapes hidden; standard output (which
+// holds the token) never is.
 func runCommand(ctx context.Context, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	var stdout, stderr bytes.Buffer
@@ -112,7 +114,7 @@ func runCommand(ctx context.Context, name string, args ...string) ([]byte, error
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return nil, fmt.Errorf("%w: %s", err, msg)
+			return nil, fmt.Errorf("%w: %s", err, redact.NewSet().String(msg))
 		}
 		return nil, err
 	}

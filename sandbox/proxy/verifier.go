@@ -53,6 +53,9 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 	if err := c.err(); err != nil {
 		return nil, err
 	}
+	if err := c.dialLocalhost(); err != nil {
+		return nil, err
+	}
 	v := &Verifier{origin: c.origin, issuers: map[string]bool{}, invalid: c.invalid, now: c.now, keys: newKeyCache(&c)}
 	for _, iss := range c.issuers {
 		v.issuers[iss] = true

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"crypto/rsa"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/proxy"
 )
 
@@ -373,6 +375,8 @@ func TestOptionsRefuseBadValues(t *testing.T) {
 		"origin with a path":    proxy.WithOrigin("https://broker.example.com/hook"),
 		"origin without scheme": proxy.WithOrigin("broker.example.com"),
 		"issuer http remote":    proxy.WithTrustedIssuer("http://issuer.example.com"),
+		"issuer *.localhost":    proxy.WithTrustedIssuer("http://keys.localhost:9"),
+		"issuer localhost.":     proxy.WithTrustedIssuer("http://localhost.:9"),
 		"issuer not a URL":      proxy.WithTrustedIssuer("issuer"),
 		"issuer with a query":   proxy.WithTrustedIssuer("https://issuer.example.com/?a=1"),
 		"cache size 0":          proxy.WithKeyCacheSize(0),
@@ -383,8 +387,15 @@ func TestOptionsRefuseBadValues(t *testing.T) {
 		_, err := proxy.NewVerifier(o)
 		assert.Error(t, err, name)
 	}
-	for _, iss := range []string{"https://issuer.example.com", "http://127.0.0.1:8080", "http://[::1]:1/x", "http://localhost:9"} {
+	for _, iss := range []string{"https://issuer.example.com", "http://127.0.0.1:8080", "http://[::1]:1/x", "http://localhost:9", "http://LocalHost:9"} {
 		_, err := proxy.NewVerifier(proxy.WithTrustedIssuer(iss))
 		assert.NoError(t, err, iss)
 	}
+	// localhost is dialled without DNS, which a transport of unknown kind
+	// cannot promise.
+	opaque := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("unused") })}
+	_, err := proxy.NewVerifier(proxy.WithTrustedIssuer("http://localhost:9"), proxy.WithHTTPClient(opaque))
+	assert.ErrorIs(t, err, sandbox.ErrInsecureURL)
+	_, err = proxy.NewVerifier(proxy.WithTrustedIssuer("http://127.0.0.1:9"), proxy.WithHTTPClient(opaque))
+	assert.NoError(t, err)
 }

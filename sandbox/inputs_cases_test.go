@@ -157,9 +157,8 @@ var knownGaps = map[string]string{
 	"proxy.FromContext": "takes any context (no input to refuse)", "proxy.Verifier.Handler": "Handler(nil) is not refused",
 	"proxy.Verifier.Verify": "Verify(nil) is not checked",
 	// sandbox client options (constructed in client.go).
-	"sandbox.WithBaseURL":    "checked by NewClient through the HTTP core (not an *InputError)",
-	"sandbox.WithMiddleware": "a nil Middleware is not refused", "sandbox.WithRequestTimeout": "a negative timeout is not refused",
-	"sandbox.WithRetryPolicy": "negative fields are not refused", "sandbox.WithToken": "an empty token fails at the first call",
+	"sandbox.WithMiddleware":  "a nil Middleware is not refused",
+	"sandbox.WithRetryPolicy": "negative delays are not refused", "sandbox.WithToken": "an empty token fails at the first call",
 	// command/guard.
 	"guard.WithOutput":             "WithOutput(nil) is not refused",
 	"guard.Duration.UnmarshalText": "a bad duration is a plain error, not an *InputError",

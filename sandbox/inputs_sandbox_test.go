@@ -70,6 +70,15 @@ func sandboxCases() []inputCase {
 		{entry: "sandbox.WithHTTPClient", field: "WithHTTPClient", call: func(*inputFixture) error {
 			return ignore(sandbox.NewClient(sandbox.WithHTTPClient(nil)))
 		}},
+		{entry: "sandbox.WithMaxResponseSize", field: "WithMaxResponseSize", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithMaxResponseSize(-1)))
+		}},
+		{entry: "sandbox.WithBaseURL", field: "BaseURL", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithBaseURL("ftp://example.com")))
+		}},
+		{entry: "sandbox.WithRequestTimeout", field: "RequestTimeout", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithRequestTimeout(-time.Second)))
+		}},
 		{entry: "sandbox.ValidateName", field: "Name", call: func(*inputFixture) error { return sandbox.ValidateName("a b") }},
 		{entry: "sandbox.NewName", field: "Name", call: func(*inputFixture) error {
 			return sandbox.ValidateName(sandbox.NewName("bad prefix"))

@@ -15,16 +15,17 @@ import (
 	"unsafe"
 )
 
-// How a sandbox starts. bwrap (the outer process, our child) clones the
-// sandbox's init process into new namespaces and reports its pid on the
-// info descriptor. The init process builds the root filesystem, then
-// reads the seccomp filter to its end before it loads it and starts the
-// command; Start closes the pipe that carries it only once it has applied
-// the rlimits to the init process
-// (prlimit) and moves it into the control group: the command inherits
-// both, and never runs a single instruction without them. When the
-// command exits, the init process exits with its status and the kernel
-// kills every other process of the PID namespace.
+// How a sandbox starts. bwrap (the outer process, our child) is born in
+// the sandbox's control group (see startIn; on cgroup v2 its init process
+// is moved there below). It clones the sandbox's init process into new
+// namespaces and reports its pid on the info descriptor. The init process
+// builds the root filesystem, then reads the seccomp filter to its end
+// before it loads it and starts the command; Start closes the pipe that
+// carries it only once it has applied the rlimits to the init process
+// (prlimit): the command inherits them and its group, and never runs a
+// single instruction without them. When the command exits, the init
+// process exits with its status and the kernel kills every other process
+// of the PID namespace.
 
 // Engine starts sandboxes with one bwrap executable.
 type Engine struct {
@@ -134,32 +135,38 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	}
 	extra = append(extra, child[fdUserns-fdInfo:]...)
 	var c *exec.Cmd
-	var err error
-	for attempt := 0; ; attempt++ {
-		c = &exec.Cmd{
-			Path:       e.path,
-			Args:       argv,
-			Env:        spec.Env,
-			Dir:        "/",
-			Stdout:     o.Stdout,
-			Stderr:     o.Stderr,
-			ExtraFiles: extra,
-			SysProcAttr: &syscall.SysProcAttr{
-				Setsid:    true,
-				Pdeathsig: syscall.SIGKILL,
-			},
+	start := func() error {
+		for attempt := 0; ; attempt++ {
+			c = &exec.Cmd{
+				Path:       e.path,
+				Args:       argv,
+				Env:        spec.Env,
+				Dir:        "/",
+				Stdout:     o.Stdout,
+				Stderr:     o.Stderr,
+				ExtraFiles: extra,
+				SysProcAttr: &syscall.SysProcAttr{
+					Setsid:    true,
+					Pdeathsig: syscall.SIGKILL,
+				},
+			}
+			o.onTerminal(c)
+			err := c.Start()
+			// EAGAIN: the host is short of processes for a moment (another
+			// sandbox's fork bomb at its limit, say); that passes.
+			if !errors.Is(err, syscall.EAGAIN) || attempt == startRetries {
+				return err
+			}
+			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 		}
-		o.onTerminal(c)
-		err = c.Start()
-		// EAGAIN: the host is short of processes for a moment (another
-		// sandbox's fork bomb at its limit, say); that passes.
-		if !errors.Is(err, syscall.EAGAIN) || attempt == startRetries {
-			break
-		}
-		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 	}
+	born, err := o.Cgroup.startIn(start)
 	closeAll(child)
 	if err != nil {
+		if c != nil && c.Process != nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
 		return nil, fmt.Errorf("isolate: start bwrap: %w", err)
 	}
 	p := &Process{cmd: c}
@@ -183,7 +190,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	if err := setRlimits(ready.ChildPid, spec.Rlimits); err != nil {
 		return abort(err)
 	}
-	if o.Cgroup != nil {
+	if o.Cgroup != nil && !born {
 		if err := o.Cgroup.Add(ready.ChildPid); err != nil {
 			return abort(err)
 		}

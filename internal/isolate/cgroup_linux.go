@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,9 +26,10 @@ import (
 // a sandbox, so groups whose processes have ended are kept for the next
 // sandbox (at most maxIdle of them) until Close.
 type Cgroups struct {
-	v2      string // cgroup v2 parent directory, or ""
-	memory  string // cgroup v1 memory parent, or ""
-	pids    string // cgroup v1 pids parent, or ""
+	v2      string            // cgroup v2 parent directory, or ""
+	memory  string            // cgroup v1 memory parent, or ""
+	pids    string            // cgroup v1 pids parent, or ""
+	mounts  map[string]string // cgroup v1 controller: its hierarchy's mount point
 	counter atomic.Int64
 
 	mu     sync.Mutex
@@ -40,7 +42,8 @@ const maxIdle = 8
 
 // Cgroup is the control group of one sandbox.
 type Cgroup struct {
-	dirs      []string
+	dirs      []string // one per controller, for cgroup v1
+	ctrls     []string // the controller of each of dirs, for cgroup v1
 	memDir    string
 	v2        bool
 	memory    int64    // its limits
@@ -60,7 +63,7 @@ func FindCgroups() (*Cgroups, error) {
 	if err != nil {
 		return nil, err
 	}
-	cg := &Cgroups{}
+	cg := &Cgroups{mounts: map[string]string{}}
 	var reasons []string
 	for line := range strings.Lines(string(data)) {
 		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
@@ -105,6 +108,7 @@ func FindCgroups() (*Cgroups, error) {
 			} else {
 				cg.pids = dir
 			}
+			cg.mounts[c] = mp
 		}
 	}
 	if cg.v2 != "" {
@@ -181,20 +185,23 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 	_, _ = rand.Read(rnd[:])
 	name := fmt.Sprintf("sandbox-%d-%d-%x", os.Getpid(), c.counter.Add(1), rnd)
 	g := &Cgroup{memory: memory, pids: pids, owner: c}
-	mk := func(parent string) (string, error) {
+	mk := func(parent, ctrl string) (string, error) {
 		dir := filepath.Join(parent, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return "", err
 		}
-		g.dirs = append(g.dirs, dir)
+		g.dirs, g.ctrls = append(g.dirs, dir), append(g.ctrls, ctrl)
 		return dir, nil
+	}
+	if pids > 0 {
+		pids++ // the sandbox's bwrap process, born in the group (see startIn)
 	}
 	fail := func(err error) (*Cgroup, error) {
 		g.Remove()
 		return nil, fmt.Errorf("isolate: cgroup: %w", err)
 	}
 	if c.v2 != "" {
-		dir, err := mk(c.v2)
+		dir, err := mk(c.v2, "")
 		if err != nil {
 			return fail(err)
 		}
@@ -213,7 +220,7 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 		return g, nil
 	}
 	if c.memory != "" && memory > 0 {
-		dir, err := mk(c.memory)
+		dir, err := mk(c.memory, "memory")
 		if err != nil {
 			return fail(err)
 		}
@@ -225,7 +232,7 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 		_ = writeFile(dir, "memory.memsw.limit_in_bytes", memory)
 	}
 	if c.pids != "" && pids > 0 {
-		dir, err := mk(c.pids)
+		dir, err := mk(c.pids, "pids")
 		if err != nil {
 			return fail(err)
 		}
@@ -386,4 +393,86 @@ func contains(list []string, s string) bool {
 
 func writeFile(dir, name string, v int64) error {
 	return os.WriteFile(filepath.Join(dir, name), []byte(strconv.FormatInt(v, 10)), 0o644)
+}
+
+// Born in the group. Moving a running process into a cgroup v1 group
+// (Add) takes a lock global to the kernel, whose writer waits for an RCU
+// grace period and slows every fork meanwhile: 0.3 ms on an idle
+// machine, over a millisecond while sandboxes start. A thread that moves
+// itself (it writes 0 to a tasks file) takes no such lock. So startIn
+// starts the sandbox from a thread of its own that joins the group, forks
+// there and goes back: bwrap is born in the group, and everything it
+// starts too. No process of the sandbox is ever outside the group.
+
+// startIn calls start, which starts one process, so that the process is
+// born in g, and reports whether it was. It was not, and start ran as
+// usual, when g cannot be joined that way (cgroup v2: Add moves the
+// process). When this thread cannot leave g, startIn fails and ends the
+// thread; the process it started, if any, dies with it (Pdeathsig).
+func (g *Cgroup) startIn(start func() error) (born bool, err error) {
+	if g == nil || g.v2 || g.owner == nil || len(g.dirs) == 0 {
+		return false, start()
+	}
+	type result struct {
+		born bool
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		back, err := g.owner.threadGroups(g.ctrls)
+		joined := err == nil && g.joinThread(g.dirs) == nil
+		if joined {
+			err = start()
+		}
+		if berr := g.joinThread(back); berr != nil {
+			// The thread stays locked: it ends with this goroutine.
+			done <- result{err: fmt.Errorf("isolate: cgroup: leave the sandbox's group: %w", berr)}
+			return
+		}
+		runtime.UnlockOSThread()
+		if !joined {
+			err = start()
+		}
+		done <- result{born: joined, err: err}
+	}()
+	r := <-done
+	return r.born, r.err
+}
+
+// joinThread moves the calling thread, alone, into the groups dirs.
+func (g *Cgroup) joinThread(dirs []string) error {
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "tasks"), []byte("0"), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// threadGroups returns the directories of the groups of the calling
+// thread in the cgroup v1 hierarchies of ctrls, in that order.
+func (c *Cgroups) threadGroups(ctrls []string) ([]string, error) {
+	data, err := os.ReadFile("/proc/thread-self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	dirs := make([]string, len(ctrls))
+	for line := range strings.Lines(string(data)) {
+		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for i, ctrl := range ctrls {
+			if mp := c.mounts[ctrl]; mp != "" && contains(strings.Split(parts[1], ","), ctrl) {
+				dirs[i] = filepath.Join(mp, parts[2])
+			}
+		}
+	}
+	for i, d := range dirs {
+		if d == "" {
+			return nil, fmt.Errorf("no %s group for this thread", ctrls[i])
+		}
+	}
+	return dirs, nil
 }

@@ -32,6 +32,7 @@ type Engine struct {
 	path          string
 	disableUserns bool   // bwrap can forbid new user namespaces inside
 	users         *users // see EnableUsers; nil: one id
+	stage         *stage // the host's files of /etc
 }
 
 // NewEngine finds bwrap in the PATH. It fails, wrapping ErrUnavailable,
@@ -42,7 +43,13 @@ func NewEngine() (*Engine, error) {
 		return nil, fmt.Errorf("%w: bubblewrap (bwrap) is not installed: %w", ErrUnavailable, err)
 	}
 	help, _ := exec.Command(p, "--help").CombinedOutput()
-	return &Engine{path: p, disableUserns: strings.Contains(string(help), "--disable-userns")}, nil
+	return &Engine{path: p, disableUserns: strings.Contains(string(help), "--disable-userns"), stage: &stage{src: "/etc"}}, nil
+}
+
+// Close removes what the engine keeps on the host (its copy of the host's
+// files of /etc); a later Start makes it again.
+func (e *Engine) Close() {
+	e.stage.close()
 }
 
 // Options are the host's side of a sandbox.
@@ -83,13 +90,21 @@ const startRetries = 20
 // Start starts spec in a new sandbox and returns once its command is
 // about to start, bound by its limits.
 func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
+	var st staged
+	var err error
+	if st.dir, st.names, err = e.stage.refresh(); err != nil {
+		return nil, err
+	}
 	own := e.ownEtc(spec)
 	if own {
-		if err := e.prepareEtc(spec.Etc, spec.Hostname); err != nil {
+		if err := e.prepareEtc(spec.Etc, spec.Hostname, st.names); err != nil {
 			return nil, fmt.Errorf("isolate: the sandbox's /etc: %w", err)
 		}
 	}
-	files := etcFiles(spec.Hostname, own)
+	var files []etcFile
+	if !own {
+		files = generatedEtc(spec.Hostname)
+	}
 	var parent, child []*os.File
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
@@ -128,7 +143,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	defer info.Close()
 	defer release.Close()
 
-	argv := append([]string{e.path}, e.args(spec, files)...)
+	argv := append([]string{e.path}, e.args(spec, files, st)...)
 	extra := append(child[:fdUserns-fdInfo:fdUserns-fdInfo], nil)
 	if e.users != nil {
 		extra[fdUserns-fdInfo] = e.users.ns
@@ -277,8 +292,15 @@ func (p *Process) Wait() (int, error) {
 	return st.ExitCode(), nil
 }
 
-// args is bwrap's command line for spec, after argv[0].
-func (e *Engine) args(spec *Spec, files []etcFile) []string {
+// staged is the stage of the host's files of /etc as a sandbox sees it.
+type staged struct {
+	dir   string   // on the host
+	names []string // the names of etcPaths it holds
+}
+
+// args is bwrap's command line for spec, after argv[0]: files are written
+// into its /etc, st is shown at stagedEtc.
+func (e *Engine) args(spec *Spec, files []etcFile, st staged) []string {
 	a := []string{"--die-with-parent", "--new-session", "--cap-drop", "ALL"}
 	if e.users != nil {
 		// bwrap joins the engine's user namespace, made without the
@@ -310,16 +332,21 @@ func (e *Engine) args(spec *Spec, files []etcFile) []string {
 		hostname = "sandbox"
 	}
 	a = append(a, "--uid", strconv.Itoa(uid), "--gid", strconv.Itoa(gid), "--hostname", hostname)
-	etc := "/etc"
+	a = append(a, systemArgs()...)
+	if st.dir != "" {
+		a = append(a, "--ro-bind", st.dir, stagedEtc)
+	}
 	if e.ownEtc(spec) {
-		etc = stagedEtc
-	}
-	a = append(a, systemArgs(etc)...)
-	for i, f := range files {
-		a = append(a, "--perms", "0644", "--file", strconv.Itoa(fdFiles+i), etc+"/"+f.name)
-	}
-	if etc != "/etc" {
+		// Its /etc links to the stage itself (see prepareEtc).
 		a = append(a, "--bind", spec.Etc, "/etc")
+	} else {
+		a = append(a, "--dir", "/etc")
+		for _, name := range st.names {
+			a = append(a, "--symlink", stagedEtc+"/"+name, "/etc/"+name)
+		}
+		for i, f := range files {
+			a = append(a, "--perms", "0644", "--file", strconv.Itoa(fdFiles+i), "/etc/"+f.name)
+		}
 	}
 	for _, m := range spec.Writable {
 		a = append(a, "--bind", m.Host, m.Path)
@@ -339,10 +366,8 @@ func (e *Engine) args(spec *Spec, files []etcFile) []string {
 	return append(a, args...)
 }
 
-// etcPaths are the host's files of /etc that programs need, read-only.
-// Small regular files are copied into the sandbox's /etc (a write to its
-// tmpfs costs far less than a mount), symbolic links recreated, and
-// directories mounted. /etc/ssl/private stays out.
+// etcPaths are the host's files of /etc that programs need, read-only,
+// through the stage (see stage). /etc/ssl/private stays out.
 var etcPaths = []string{
 	"resolv.conf", "nsswitch.conf", "host.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
 	"localtime", "services", "protocols", "mime.types", "ssl/certs", "ssl/openssl.cnf",
@@ -350,35 +375,9 @@ var etcPaths = []string{
 	"login.defs",
 }
 
-// maxCopied is the size up to which a file of /etc is copied rather than
-// mounted: what a pipe holds before a reader drains it.
-const maxCopied = 60 << 10
-
 // shmSize bounds /dev/shm, a tmpfs, which would otherwise take memory
 // outside any rlimit.
 const shmSize = 64 << 20
-
-// hostEtc is how each of etcPaths reaches the sandbox.
-type hostEtc struct {
-	mounted []string // names of the symbolic links and mounts
-	copied  []string // names of the files to copy
-}
-
-// etcLayout sorts etcPaths once.
-var etcLayout = sync.OnceValue(func() hostEtc {
-	var h hostEtc
-	for _, e := range etcPaths {
-		fi, err := os.Lstat("/etc/" + e)
-		switch {
-		case err != nil:
-		case fi.Mode().IsRegular() && fi.Size() <= maxCopied:
-			h.copied = append(h.copied, e)
-		default:
-			h.mounted = append(h.mounted, e)
-		}
-	}
-	return h
-})
 
 // mirror returns the bwrap arguments that show the host path p at dest in
 // the sandbox, read-only: a symbolic link is recreated, any other file
@@ -399,56 +398,21 @@ func mirror(p, dest string) []string {
 }
 
 // systemArgs mount what every sandbox shares: the host's system
-// directories read-only, etc (/etc, or stagedEtc for a sandbox with its own
-// /etc) with what etcLayout mounts, a fresh /proc, a minimal /dev (null,
-// zero, full, random, urandom, tty, pts, shm) read-only but for a bounded
-// /dev/shm. Each variant is computed once.
-func systemArgs(etc string) []string {
-	systemArgsMu.Lock()
-	defer systemArgsMu.Unlock()
-	if a, ok := systemArgsCache[etc]; ok {
-		return a
-	}
+// directories read-only, a fresh /proc, a minimal /dev (null, zero, full,
+// random, urandom, tty, pts, shm) read-only but for a bounded /dev/shm.
+// They are computed once.
+var systemArgs = sync.OnceValue(func() []string {
 	var a []string
 	for _, d := range systemDirs {
 		a = append(a, mirror("/"+d, "/"+d)...)
 	}
-	a = append(a, "--dir", etc)
-	for _, name := range etcLayout().mounted {
-		a = append(a, mirror("/etc/"+name, etc+"/"+name)...)
-	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
-	systemArgsCache[etc] = a
-	return a
-}
-
-var (
-	systemArgsMu    sync.Mutex
-	systemArgsCache = map[string][]string{}
-)
+	return append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
+})
 
 // etcFile is a file written into the sandbox's /etc.
 type etcFile struct {
 	name string
 	data []byte
-}
-
-// etcFiles returns the files of the sandbox's /etc: passwd, group,
-// hostname and hosts, generated, and the small files of etcLayout as they
-// are now on the host. A sandbox with its own /etc (own) gets the latter
-// only: it keeps its accounts, host name and hosts in its /etc.
-func etcFiles(hostname string, own bool) []etcFile {
-	var files []etcFile
-	if !own {
-		files = generatedEtc(hostname)
-	}
-	for _, name := range etcLayout().copied {
-		data, err := os.ReadFile("/etc/" + name)
-		if err == nil && len(data) <= maxCopied {
-			files = append(files, etcFile{name, data})
-		}
-	}
-	return files
 }
 
 // generatedEtc are the files of /etc made for each sandbox.

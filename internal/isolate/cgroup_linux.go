@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -133,13 +132,9 @@ func (c *Cgroups) removeStale() {
 		}
 		ents, _ := os.ReadDir(parent)
 		for _, e := range ents {
-			rest, ok := strings.CutPrefix(e.Name(), "sandbox-")
-			pidText, _, _ := strings.Cut(rest, "-")
-			pid, err := strconv.Atoi(pidText)
-			if !ok || err != nil || pid == os.Getpid() || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-				continue
+			if deadOwner(e.Name(), "sandbox-") {
+				_ = os.Remove(filepath.Join(parent, e.Name())) // fails if not empty
 			}
-			_ = os.Remove(filepath.Join(parent, e.Name())) // fails if not empty
 		}
 	}
 }

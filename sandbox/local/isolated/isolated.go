@@ -247,10 +247,12 @@ func (e *Executor) Limits() string {
 func (e *Executor) Users() (bool, string) { return e.engine.Users(), e.usersReason }
 
 // Close removes what the executor keeps between commands (control groups
-// kept for reuse). Commands started later still run. A local.Server
+// kept for reuse, its copy of the host's files of /etc). Commands started
+// later still run. A local.Server
 // closes its executor when it closes.
 func (e *Executor) Close() error {
 	e.cg.Close()
+	e.engine.Close()
 	return nil
 }
 

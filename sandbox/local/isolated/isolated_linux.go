@@ -46,11 +46,14 @@ func New(opts ...Option) (*Executor, error) {
 	if err != nil && engine.Users() {
 		// One user still isolates.
 		e.usersReason = "a sandbox with several users failed: " + err.Error()
+		e.engine.Close()
 		if e.engine, err = isolate.NewEngine(); err == nil {
 			err = e.probe()
 		}
 	}
 	if err != nil {
+		e.engine.Close()
+		e.cg.Close()
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return e, nil

@@ -1,0 +1,191 @@
+package isolate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The host's files of /etc that programs need (etcPaths) reach every
+// sandbox through one read-only mount, at stagedEtc: a private copy of
+// them, the stage, to which the sandbox's /etc links. One mount rather
+// than one per file or directory, because bwrap reads the whole mount
+// table for each mount it makes. The stage follows the host: before each
+// sandbox, an entry whose host file was replaced (its modification time,
+// size, mode or link target changed) is copied again and swapped in at
+// once (RENAME_EXCHANGE); running sandboxes see the new copy.
+
+// stage is the private copy of the host's files of /etc.
+type stage struct {
+	src    string // the host's /etc
+	mu     sync.Mutex
+	dir    string            // the copy; its parent is private to the server
+	stamps map[string]string // per name of etcPaths: its host file when copied
+	names  []string          // the names copied, in etcPaths order
+}
+
+// stagePrefix starts the name of a stage's private parent directory; the
+// server's pid follows.
+const stagePrefix = "sandbox-etc-"
+
+// refresh brings the stage up to date with the host and returns its
+// directory and the names it holds. It creates the stage at its first call.
+func (s *stage) refresh() (string, []string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := os.Lstat(s.dir); s.dir != "" && err != nil {
+		// Removed under us (a cleaner of the temporary directory): again.
+		_ = os.RemoveAll(filepath.Dir(s.dir))
+		s.dir = ""
+	}
+	if s.dir == "" {
+		removeStaleStages()
+		parent, err := os.MkdirTemp("", stagePrefix+strconv.Itoa(os.Getpid())+"-")
+		if err != nil {
+			return "", nil, err
+		}
+		s.dir, s.stamps = filepath.Join(parent, "etc"), map[string]string{}
+		if err := os.Mkdir(s.dir, 0o755); err != nil {
+			return "", nil, err
+		}
+	}
+	names := s.names[:0]
+	for _, name := range etcPaths {
+		host, staged := filepath.Join(s.src, name), filepath.Join(s.dir, name)
+		stamp := stampOf(host)
+		if stamp != s.stamps[name] {
+			if err := replace(host, staged); err != nil {
+				return "", nil, fmt.Errorf("isolate: copy %s: %w", host, err)
+			}
+			s.stamps[name] = stamp
+		}
+		if stamp != "" {
+			names = append(names, name)
+		}
+	}
+	s.names = names
+	return s.dir, names, nil
+}
+
+// close removes the stage; a later refresh makes a new one.
+func (s *stage) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dir != "" {
+		_ = os.RemoveAll(filepath.Dir(s.dir))
+	}
+	s.dir = ""
+}
+
+// stampOf describes the host file p as far as a replacement changes it,
+// or returns "" when it is missing.
+func stampOf(p string) string {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return ""
+	}
+	target, _ := os.Readlink(p)
+	return fmt.Sprint(fi.Mode(), fi.Size(), fi.ModTime().UnixNano(), target)
+}
+
+// replace makes staged a copy of host (nothing when host is missing),
+// swapping the new copy in at once.
+func replace(host, staged string) error {
+	if err := os.MkdirAll(filepath.Dir(staged), 0o755); err != nil {
+		return err
+	}
+	tmp := staged + ".new"
+	_ = os.RemoveAll(tmp)
+	if _, err := os.Lstat(host); errors.Is(err, fs.ErrNotExist) {
+		return os.RemoveAll(staged)
+	}
+	if err := copyTree(host, tmp); err != nil {
+		_ = os.RemoveAll(tmp)
+		return err
+	}
+	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, staged, unix.RENAME_EXCHANGE)
+	if errors.Is(err, syscall.ENOENT) {
+		return os.Rename(tmp, staged)
+	}
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return err
+	}
+	return os.RemoveAll(tmp) // the old copy
+}
+
+// copyTree copies regular files, symbolic links and directories from src
+// to dst, keeping their permission bits; anything else is left out.
+func copyTree(src, dst string) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(target, dst)
+	case fi.IsDir():
+		if err := os.Mkdir(dst, fi.Mode().Perm()); err != nil {
+			return err
+		}
+		ents, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := copyTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+				return err
+			}
+		}
+		return nil
+	case fi.Mode().IsRegular():
+		in, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(out, in)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	return nil
+}
+
+// removeStaleStages removes the stages of servers that ended without
+// closing their engine.
+func removeStaleStages() {
+	ents, _ := os.ReadDir(os.TempDir())
+	for _, e := range ents {
+		if deadOwner(e.Name(), stagePrefix) {
+			_ = os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+		}
+	}
+}
+
+// deadOwner reports whether name is prefix, a pid and "-..." and that
+// pid is no running process other than this one.
+func deadOwner(name, prefix string) bool {
+	rest, ok := strings.CutPrefix(name, prefix)
+	pidText, _, _ := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(pidText)
+	return ok && err == nil && pid > 0 && pid != os.Getpid() && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}

@@ -49,7 +49,7 @@ func (s *stage) refresh() (string, []string, error) {
 	}
 	if s.dir == "" {
 		removeStaleStages()
-		parent, err := os.MkdirTemp("", stagePrefix+strconv.Itoa(os.Getpid())+"-")
+		parent, err := os.MkdirTemp(stageRoot(), stagePrefix+strconv.Itoa(os.Getpid())+"-")
 		if err != nil {
 			return "", nil, err
 		}
@@ -170,13 +170,25 @@ func copyTree(src, dst string) error {
 	return nil
 }
 
+// stageRoot is where stages are made: /dev/shm, a tmpfs, where it is
+// one (a copy of /etc/ssl/certs is hundreds of links, each a journal
+// write on a disk), else the temporary directory.
+func stageRoot() string {
+	var st unix.Statfs_t
+	if unix.Statfs("/dev/shm", &st) == nil && st.Type == unix.TMPFS_MAGIC && unix.Access("/dev/shm", unix.W_OK) == nil {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
 // removeStaleStages removes the stages of servers that ended without
 // closing their engine.
 func removeStaleStages() {
-	ents, _ := os.ReadDir(os.TempDir())
+	root := stageRoot()
+	ents, _ := os.ReadDir(root)
 	for _, e := range ents {
 		if deadOwner(e.Name(), stagePrefix) {
-			_ = os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+			_ = os.RemoveAll(filepath.Join(root, e.Name()))
 		}
 	}
 }

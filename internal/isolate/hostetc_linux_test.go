@@ -68,9 +68,9 @@ func TestStageFollowsTheHost(t *testing.T) {
 
 func TestStaleStagesRemoved(t *testing.T) {
 	dead := exitedPid(t)
-	stale, err := os.MkdirTemp("", stagePrefix+strconv.Itoa(dead)+"-")
+	stale, err := os.MkdirTemp(stageRoot(), stagePrefix+strconv.Itoa(dead)+"-")
 	require.NoError(t, err)
-	mine, err := os.MkdirTemp("", stagePrefix+strconv.Itoa(os.Getpid())+"-")
+	mine, err := os.MkdirTemp(stageRoot(), stagePrefix+strconv.Itoa(os.Getpid())+"-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(mine) })
 	removeStaleStages()

@@ -13,10 +13,12 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 )
 
 // How a sandbox starts. bwrap (the outer process, our child) is born in
-// the sandbox's control group (see startIn; on cgroup v2 its init process
+// the sandbox's control group (see StartIn; on cgroup v2 its init process
 // is moved there below). It clones the sandbox's init process into new
 // namespaces and reports its pid on the info descriptor. The init process
 // builds the root filesystem, then reads the seccomp filter to its end
@@ -55,7 +57,7 @@ func (e *Engine) Close() {
 // Options are the host's side of a sandbox.
 type Options struct {
 	// Cgroup, when not nil, receives the sandbox's processes.
-	Cgroup *Cgroup
+	Cgroup *cgroup.Cgroup
 	// Stdout and Stderr receive the command's output (and bwrap's own
 	// messages when the sandbox cannot be set up).
 	Stdout, Stderr *os.File
@@ -175,7 +177,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 		}
 	}
-	born, err := o.Cgroup.startIn(start)
+	born, err := o.Cgroup.StartIn(start)
 	closeAll(child)
 	if err != nil {
 		if c != nil && c.Process != nil {

@@ -8,11 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-go/vercel-sandbox/internal/procio"
 )
 
 // The host's files of /etc that programs need (etcPaths) reach every
@@ -187,17 +188,8 @@ func removeStaleStages() {
 	root := stageRoot()
 	ents, _ := os.ReadDir(root)
 	for _, e := range ents {
-		if deadOwner(e.Name(), stagePrefix) {
+		if procio.Abandoned(e.Name(), stagePrefix) {
 			_ = os.RemoveAll(filepath.Join(root, e.Name()))
 		}
 	}
-}
-
-// deadOwner reports whether name is prefix, a pid and "-..." and that
-// pid is no running process other than this one.
-func deadOwner(name, prefix string) bool {
-	rest, ok := strings.CutPrefix(name, prefix)
-	pidText, _, _ := strings.Cut(rest, "-")
-	pid, err := strconv.Atoi(pidText)
-	return ok && err == nil && pid > 0 && pid != os.Getpid() && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }

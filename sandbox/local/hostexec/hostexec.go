@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 	"github.com/sbx-go/vercel-sandbox/internal/procio"
 	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
@@ -70,6 +71,7 @@ type Executor struct {
 	passEnv    map[string]string
 	refuseSudo bool
 	waitDelay  time.Duration
+	groups     *cgroup.Cgroups // where each command gets a group; nil: none
 }
 
 // Option configures a Executor.
@@ -123,7 +125,18 @@ func New(opts ...Option) *Executor {
 	if e.waitDelay <= 0 {
 		e.waitDelay = procio.DefaultWaitDelay
 	}
+	if cg, err := cgroup.Find(); err == nil && cg.Pids() {
+		e.groups = cg
+	}
 	return e
+}
+
+// Close removes the control groups the executor keeps for reuse.
+// Commands started later still run. A local.Server closes its executor
+// when it closes.
+func (e *Executor) Close() error {
+	e.groups.Close()
+	return nil
 }
 
 // Start implements Executor. It returns an error only when the command could
@@ -187,6 +200,7 @@ func (e *Executor) prepare(ctx context.Context, cmd *local.Cmd) (localStart, *pr
 		stdout:    stdout,
 		stderr:    stderr,
 		waitDelay: e.waitDelay,
+		groups:    e.groups,
 	}, nil, nil
 }
 
@@ -198,6 +212,7 @@ type localStart struct {
 	env            []string
 	stdout, stderr io.Writer
 	waitDelay      time.Duration
+	groups         *cgroup.Cgroups
 }
 
 // environ builds the command's environment; see Executor.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 	"github.com/sbx-go/vercel-sandbox/internal/isolate"
 	"github.com/sbx-go/vercel-sandbox/internal/procio"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
@@ -134,7 +135,7 @@ type Executor struct {
 	readOnly  []isolate.Mount
 	waitDelay time.Duration
 
-	cg          *isolate.Cgroups // nil: rlimits only
+	cg          *cgroup.Cgroups // nil: rlimits only
 	cgReason    string
 	engine      *isolate.Engine
 	usersReason string // why the sandboxes have one user, when they do

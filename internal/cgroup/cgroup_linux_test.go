@@ -1,4 +1,4 @@
-package isolate
+package cgroup
 
 import (
 	"os"
@@ -15,7 +15,7 @@ import (
 // skips where none can be made.
 func newTestCgroup(t *testing.T) *Cgroup {
 	t.Helper()
-	cgs, err := FindCgroups()
+	cgs, err := Find()
 	if err != nil {
 		t.Skipf("SKIPPED: no writable control groups: %v", err)
 	}
@@ -31,7 +31,7 @@ func TestStartInIsBornInTheGroup(t *testing.T) {
 	var out strings.Builder
 	c := exec.Command("cat", "/proc/self/cgroup")
 	c.Stdout = &out
-	born, err := g.startIn(c.Start)
+	born, err := g.StartIn(c.Start)
 	require.NoError(t, err)
 	require.NoError(t, c.Wait())
 	if g.v2 {

@@ -1,4 +1,4 @@
-package isolate
+package cgroup
 
 import (
 	"bufio"
@@ -13,7 +13,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/procio"
 )
 
 // Cgroups is where per-sandbox control groups can be created: a cgroup v2
@@ -51,9 +54,9 @@ type Cgroup struct {
 	owner     *Cgroups // where it goes back when released
 }
 
-// FindCgroups looks for writable control groups under the ones this process
+// Find looks for writable control groups under the ones this process
 // is in. It returns nil and the reason when there are none.
-func FindCgroups() (*Cgroups, error) {
+func Find() (*Cgroups, error) {
 	data, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return nil, err
@@ -132,7 +135,7 @@ func (c *Cgroups) removeStale() {
 		}
 		ents, _ := os.ReadDir(parent)
 		for _, e := range ents {
-			if deadOwner(e.Name(), "sandbox-") {
+			if procio.Abandoned(e.Name(), "sandbox-") {
 				_ = os.Remove(filepath.Join(parent, e.Name())) // fails if not empty
 			}
 		}
@@ -164,7 +167,8 @@ func (c *Cgroups) String() string {
 }
 
 // New creates a control group limited to memory bytes (0: no limit) and
-// pids processes (0: no limit).
+// pids processes (0: no limit; less than 0: no limit, but a group all the
+// same, that KillAll empties).
 func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 	c.mu.Lock()
 	for i, g := range c.idle {
@@ -189,11 +193,11 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 		return dir, nil
 	}
 	if pids > 0 {
-		pids++ // the sandbox's bwrap process, born in the group (see startIn)
+		pids++ // the sandbox's bwrap process, born in the group (see StartIn)
 	}
 	fail := func(err error) (*Cgroup, error) {
 		g.Remove()
-		return nil, fmt.Errorf("isolate: cgroup: %w", err)
+		return nil, fmt.Errorf("cgroup: %w", err)
 	}
 	if c.v2 != "" {
 		dir, err := mk(c.v2, "")
@@ -226,13 +230,15 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 		// Without swap accounting the file is missing; that is fine.
 		_ = writeFile(dir, "memory.memsw.limit_in_bytes", memory)
 	}
-	if c.pids != "" && pids > 0 {
+	if c.pids != "" && pids != 0 {
 		dir, err := mk(c.pids, "pids")
 		if err != nil {
 			return fail(err)
 		}
-		if err := writeFile(dir, "pids.max", pids); err != nil {
-			return fail(err)
+		if pids > 0 {
+			if err := writeFile(dir, "pids.max", pids); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	return g, nil
@@ -243,10 +249,40 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 func (g *Cgroup) Add(pid int) error {
 	for _, d := range g.dirs {
 		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			return fmt.Errorf("isolate: cgroup: %w", err)
+			return fmt.Errorf("cgroup: %w", err)
 		}
 	}
 	return nil
+}
+
+// KillAll kills every process of the group with SIGKILL, and those they
+// fork meanwhile, until none is left (for at most a second).
+func (g *Cgroup) KillAll() {
+	if g == nil || len(g.dirs) == 0 {
+		return
+	}
+	// Every process of the group is in each of its directories.
+	dir := g.dirs[len(g.dirs)-1]
+	if g.v2 {
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) // Linux 5.14
+	}
+	self := os.Getpid()
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return
+		}
+		pids := strings.Fields(string(data))
+		if len(pids) == 0 {
+			return
+		}
+		for _, f := range pids {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 && pid != self {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(100 * time.Microsecond) // the kernel releases the killed
+	}
 }
 
 // Release hands back a group whose processes have ended: it is kept for
@@ -394,17 +430,17 @@ func writeFile(dir, name string, v int64) error {
 // (Add) takes a lock global to the kernel, whose writer waits for an RCU
 // grace period and slows every fork meanwhile: 0.3 ms on an idle
 // machine, over a millisecond while sandboxes start. A thread that moves
-// itself (it writes 0 to a tasks file) takes no such lock. So startIn
+// itself (it writes 0 to a tasks file) takes no such lock. So StartIn
 // starts the sandbox from a thread of its own that joins the group, forks
 // there and goes back: bwrap is born in the group, and everything it
 // starts too. No process of the sandbox is ever outside the group.
 
-// startIn calls start, which starts one process, so that the process is
+// StartIn calls start, which starts one process, so that the process is
 // born in g, and reports whether it was. It was not, and start ran as
 // usual, when g cannot be joined that way (cgroup v2: Add moves the
-// process). When this thread cannot leave g, startIn fails and ends the
+// process). When this thread cannot leave g, StartIn fails and ends the
 // thread; the process it started, if any, dies with it (Pdeathsig).
-func (g *Cgroup) startIn(start func() error) (born bool, err error) {
+func (g *Cgroup) StartIn(start func() error) (born bool, err error) {
 	if g == nil || g.v2 || g.owner == nil || len(g.dirs) == 0 {
 		return false, start()
 	}
@@ -422,7 +458,7 @@ func (g *Cgroup) startIn(start func() error) (born bool, err error) {
 		}
 		if berr := g.joinThread(back); berr != nil {
 			// The thread stays locked: it ends with this goroutine.
-			done <- result{err: fmt.Errorf("isolate: cgroup: leave the sandbox's group: %w", berr)}
+			done <- result{err: fmt.Errorf("cgroup: leave the sandbox's group: %w", berr)}
 			return
 		}
 		runtime.UnlockOSThread()

@@ -432,17 +432,33 @@ func writeFile(dir, name string, v int64) error {
 // machine, over a millisecond while sandboxes start. A thread that moves
 // itself (it writes 0 to a tasks file) takes no such lock. So StartIn
 // starts the sandbox from a thread of its own that joins the group, forks
-// there and goes back: bwrap is born in the group, and everything it
-// starts too. No process of the sandbox is ever outside the group.
+// there and goes back: the command's first process is born in the group,
+// and everything it starts too. No process of the command is ever outside
+// the group. On cgroup v2 the kernel clones it into the group directly.
 
 // StartIn calls start, which starts one process, so that the process is
-// born in g, and reports whether it was. It was not, and start ran as
-// usual, when g cannot be joined that way (cgroup v2: Add moves the
-// process). When this thread cannot leave g, StartIn fails and ends the
-// thread; the process it started, if any, dies with it (Pdeathsig).
-func (g *Cgroup) StartIn(start func() error) (born bool, err error) {
-	if g == nil || g.v2 || g.owner == nil || len(g.dirs) == 0 {
-		return false, start()
+// born in g, and reports whether it was. start passes the process's
+// SysProcAttr to into before it starts it. On cgroup v2 the process is
+// cloned into g (CLONE_INTO_CGROUP, Linux 5.7); where that fails, or g
+// cannot be joined, start runs again as usual and the caller moves the
+// process (Add). When this thread cannot leave g, StartIn fails and ends
+// the thread; the process it started, if any, dies with it (Pdeathsig).
+func (g *Cgroup) StartIn(start func(into func(*syscall.SysProcAttr)) error) (born bool, err error) {
+	asUsual := func(*syscall.SysProcAttr) {}
+	switch {
+	case g == nil || g.owner == nil || len(g.dirs) == 0:
+		return false, start(asUsual)
+	case g.v2:
+		dir, err := os.Open(g.dirs[0])
+		if err != nil {
+			return false, start(asUsual)
+		}
+		defer dir.Close()
+		fd := int(dir.Fd())
+		if start(func(a *syscall.SysProcAttr) { a.UseCgroupFD, a.CgroupFD = true, fd }) == nil {
+			return true, nil
+		}
+		return false, start(asUsual)
 	}
 	type result struct {
 		born bool
@@ -454,7 +470,7 @@ func (g *Cgroup) StartIn(start func() error) (born bool, err error) {
 		back, err := g.owner.threadGroups(g.ctrls)
 		joined := err == nil && g.joinThread(g.dirs) == nil
 		if joined {
-			err = start()
+			err = start(asUsual)
 		}
 		if berr := g.joinThread(back); berr != nil {
 			// The thread stays locked: it ends with this goroutine.
@@ -463,7 +479,7 @@ func (g *Cgroup) StartIn(start func() error) (born bool, err error) {
 		}
 		runtime.UnlockOSThread()
 		if !joined {
-			err = start()
+			err = start(asUsual)
 		}
 		done <- result{born: joined, err: err}
 	}()

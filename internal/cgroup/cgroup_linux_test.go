@@ -3,8 +3,10 @@ package cgroup
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,13 +33,13 @@ func TestStartInIsBornInTheGroup(t *testing.T) {
 	var out strings.Builder
 	c := exec.Command("cat", "/proc/self/cgroup")
 	c.Stdout = &out
-	born, err := g.StartIn(c.Start)
+	born, err := g.StartIn(func(into func(*syscall.SysProcAttr)) error {
+		c.SysProcAttr = &syscall.SysProcAttr{}
+		into(c.SysProcAttr)
+		return c.Start()
+	})
 	require.NoError(t, err)
 	require.NoError(t, c.Wait())
-	if g.v2 {
-		assert.False(t, born, "cgroup v2: Add moves the process")
-		return
-	}
 	require.True(t, born)
 	// cat's first instruction already ran in the group: it read its own
 	// groups before it could have been moved.
@@ -67,4 +69,36 @@ func TestPidsLimitCountsBwrap(t *testing.T) {
 	limit, err := os.ReadFile(dir + "/pids.max")
 	require.NoError(t, err)
 	assert.Equal(t, "9", strings.TrimSpace(string(limit)), "8 processes for the sandbox, and its bwrap process")
+}
+
+func TestStartInClonesIntoAV2Group(t *testing.T) {
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	mp := mountPoint(mounts, "cgroup2", "")
+	self, err := os.ReadFile("/proc/self/cgroup")
+	require.NoError(t, err)
+	var rel string
+	for line := range strings.Lines(string(self)) {
+		if r, ok := strings.CutPrefix(strings.TrimSpace(line), "0::"); ok {
+			rel = r
+		}
+	}
+	dir := filepath.Join(mp, rel, "sandbox-v2test-"+strconv.Itoa(os.Getpid()))
+	if mp == "" || os.Mkdir(dir, 0o755) != nil {
+		t.Skip("SKIPPED: no writable cgroup v2 directory")
+	}
+	g := &Cgroup{dirs: []string{dir}, v2: true, owner: &Cgroups{v2: filepath.Dir(dir)}}
+	t.Cleanup(g.Remove)
+	var out strings.Builder
+	c := exec.Command("cat", "/proc/self/cgroup")
+	c.Stdout = &out
+	born, err := g.StartIn(func(into func(*syscall.SysProcAttr)) error {
+		c.SysProcAttr = &syscall.SysProcAttr{}
+		into(c.SysProcAttr)
+		return c.Start()
+	})
+	require.NoError(t, err)
+	require.NoError(t, c.Wait())
+	assert.True(t, born)
+	assert.Contains(t, out.String(), "0::"+strings.TrimPrefix(dir, mp)+"\n", "cloned into the group")
 }

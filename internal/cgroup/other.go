@@ -5,6 +5,7 @@ package cgroup
 import (
 	"errors"
 	"runtime"
+	"syscall"
 )
 
 var errOS = errors.New("control groups need Linux, not " + runtime.GOOS)
@@ -31,7 +32,9 @@ func (c *Cgroups) String() string { return "none" }
 func (c *Cgroups) New(int64, int64) (*Cgroup, error) { return nil, errOS }
 
 // StartIn calls start.
-func (g *Cgroup) StartIn(start func() error) (bool, error) { return false, start() }
+func (g *Cgroup) StartIn(start func(into func(*syscall.SysProcAttr)) error) (bool, error) {
+	return false, start(func(*syscall.SysProcAttr) {})
+}
 
 // Add fails.
 func (g *Cgroup) Add(int) error { return errOS }

@@ -18,8 +18,8 @@ import (
 )
 
 // How a sandbox starts. bwrap (the outer process, our child) is born in
-// the sandbox's control group (see StartIn; on cgroup v2 its init process
-// is moved there below). It clones the sandbox's init process into new
+// the sandbox's control group (cgroup.Cgroup.StartIn; where it cannot be,
+// its init process is moved there below). It clones the sandbox's init process into new
 // namespaces and reports its pid on the info descriptor. The init process
 // builds the root filesystem, then reads the seccomp filter to its end
 // before it loads it and starts the command; Start closes the pipe that
@@ -152,7 +152,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	}
 	extra = append(extra, child[fdUserns-fdInfo:]...)
 	var c *exec.Cmd
-	start := func() error {
+	start := func(into func(*syscall.SysProcAttr)) error {
 		for attempt := 0; ; attempt++ {
 			c = &exec.Cmd{
 				Path:       e.path,
@@ -168,6 +168,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 				},
 			}
 			o.onTerminal(c)
+			into(c.SysProcAttr)
 			err := c.Start()
 			// EAGAIN: the host is short of processes for a moment (another
 			// sandbox's fork bomb at its limit, say); that passes.

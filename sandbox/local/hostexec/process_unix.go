@@ -92,7 +92,7 @@ func startCmd(ctx context.Context, s localStart, set func(*exec.Cmd)) (*exec.Cmd
 	env := append(slices.Clip(s.env), markEnv+"="+tr.mark)
 	procio.CloseInherited()
 	var c *exec.Cmd
-	start := func() error {
+	start := func(into func(*syscall.SysProcAttr)) error {
 		for attempt := 0; ; attempt++ {
 			c = &exec.Cmd{
 				Path: s.path,
@@ -101,6 +101,7 @@ func startCmd(ctx context.Context, s localStart, set func(*exec.Cmd)) (*exec.Cmd
 				Env:  env,
 			}
 			set(c)
+			into(c.SysProcAttr)
 			err := c.Start()
 			// A file just written (a script uploaded to the sandbox) may
 			// still be open for writing in a process that another goroutine

@@ -28,8 +28,10 @@ func newTestCgroup(t *testing.T) *Cgroup {
 	return g
 }
 
-func TestStartInIsBornInTheGroup(t *testing.T) {
-	g := newTestCgroup(t)
+// catGroupsIn runs cat /proc/self/cgroup through g.StartIn and returns
+// whether it was born in g and what it read.
+func catGroupsIn(t *testing.T, g *Cgroup) (bool, string) {
+	t.Helper()
 	var out strings.Builder
 	c := exec.Command("cat", "/proc/self/cgroup")
 	c.Stdout = &out
@@ -40,12 +42,18 @@ func TestStartInIsBornInTheGroup(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, c.Wait())
+	return born, out.String()
+}
+
+func TestStartInIsBornInTheGroup(t *testing.T) {
+	g := newTestCgroup(t)
+	born, groups := catGroupsIn(t, g)
 	require.True(t, born)
 	// cat's first instruction already ran in the group: it read its own
 	// groups before it could have been moved.
 	for i, dir := range g.dirs {
 		rel := strings.TrimPrefix(dir, g.owner.mounts[g.ctrls[i]])
-		assert.Contains(t, out.String(), ":"+rel+"\n", "born in the %s group", g.ctrls[i])
+		assert.Contains(t, groups, ":"+rel+"\n", "born in the %s group", g.ctrls[i])
 	}
 	for _, dir := range g.dirs {
 		tasks, err := os.ReadFile(dir + "/tasks")
@@ -89,16 +97,7 @@ func TestStartInClonesIntoAV2Group(t *testing.T) {
 	}
 	g := &Cgroup{dirs: []string{dir}, v2: true, owner: &Cgroups{v2: filepath.Dir(dir)}}
 	t.Cleanup(g.Remove)
-	var out strings.Builder
-	c := exec.Command("cat", "/proc/self/cgroup")
-	c.Stdout = &out
-	born, err := g.StartIn(func(into func(*syscall.SysProcAttr)) error {
-		c.SysProcAttr = &syscall.SysProcAttr{}
-		into(c.SysProcAttr)
-		return c.Start()
-	})
-	require.NoError(t, err)
-	require.NoError(t, c.Wait())
+	born, groups := catGroupsIn(t, g)
 	assert.True(t, born)
-	assert.Contains(t, out.String(), "0::"+strings.TrimPrefix(dir, mp)+"\n", "cloned into the group")
+	assert.Contains(t, groups, "0::"+strings.TrimPrefix(dir, mp)+"\n", "cloned into the group")
 }

@@ -57,7 +57,12 @@ type Cgroup struct {
 // Find looks for writable control groups under the ones this process
 // is in. It returns nil and the reason when there are none.
 func Find() (*Cgroups, error) {
-	data, err := os.ReadFile("/proc/self/cgroup")
+	// The groups of a thread of ours that StartIn does not hold: the
+	// process's own. /proc/self names the main thread's, which may be one
+	// that StartIn moved into a command's group for a moment.
+	runtime.LockOSThread()
+	data, err := os.ReadFile("/proc/thread-self/cgroup")
+	runtime.UnlockOSThread()
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -100,4 +101,36 @@ func TestStartInClonesIntoAV2Group(t *testing.T) {
 	born, groups := catGroupsIn(t, g)
 	assert.True(t, born)
 	assert.Contains(t, groups, "0::"+strings.TrimPrefix(dir, mp)+"\n", "cloned into the group")
+}
+
+func TestFindWhileCommandsStart(t *testing.T) {
+	g := newTestCgroup(t)
+	if g.v2 {
+		t.Skip("SKIPPED: on cgroup v2 no thread joins a group")
+	}
+	// Threads of this process join sandbox groups for a moment; the
+	// process's own groups are still where Find makes its groups.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = catGroupsIn(t, g)
+			}
+		})
+	}
+	for range 300 {
+		cgs, err := Find()
+		require.NoError(t, err)
+		for _, dir := range []string{cgs.memory, cgs.pids} {
+			assert.NotContains(t, dir, "sandbox-", "Find chose a sandbox's group")
+		}
+	}
+	close(stop)
+	wg.Wait()
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -61,7 +62,7 @@ func (s *stage) refresh() (string, []string, error) {
 	}
 	names := s.names[:0]
 	for _, name := range etcPaths {
-		host, staged := filepath.Join(s.src, name), filepath.Join(s.dir, name)
+		host, staged := outsideLink(filepath.Join(s.src, name)), filepath.Join(s.dir, name)
 		stamp := stampOf(host)
 		if stamp != s.stamps[name] {
 			if err := replace(host, staged); err != nil {
@@ -95,7 +96,24 @@ func stampOf(p string) string {
 		return ""
 	}
 	target, _ := os.Readlink(p)
-	return fmt.Sprint(fi.Mode(), fi.Size(), fi.ModTime().UnixNano(), target)
+	return fmt.Sprint(p, fi.Mode(), fi.Size(), fi.ModTime().UnixNano(), target)
+}
+
+// outsideLink returns what p, a symbolic link, leads to when that is
+// nowhere a sandbox sees (/etc/resolv.conf -> /run/systemd/resolve/...):
+// that file is copied rather than a link that would lead nowhere. Any
+// other p is returned as it is.
+func outsideLink(p string) string {
+	target, err := filepath.EvalSymlinks(p)
+	if err != nil || target == p {
+		return p
+	}
+	for _, d := range systemDirs {
+		if strings.HasPrefix(target, "/"+d+"/") {
+			return p
+		}
+	}
+	return target
 }
 
 // replace makes staged a copy of host (nothing when host is missing),

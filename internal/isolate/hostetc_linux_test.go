@@ -26,13 +26,16 @@ func TestStageFollowsTheHost(t *testing.T) {
 	write("resolv.conf", "nameserver 10.0.0.1\n", time.Hour)
 	write("ssl/certs/ca.pem", "CA\n", time.Hour)
 	require.NoError(t, os.Symlink("/usr/share/zoneinfo/UTC", filepath.Join(src, "localtime")))
+	run := t.TempDir() // a host directory that sandboxes do not see
+	require.NoError(t, os.WriteFile(filepath.Join(run, "stub-resolv.conf"), []byte("nameserver 127.0.0.53\n"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(run, "stub-resolv.conf"), filepath.Join(src, "nsswitch.conf")))
 	require.NoError(t, syscall.Mkfifo(filepath.Join(src, "ssl/certs/fifo"), 0o644))
 
 	s := &stage{src: src}
 	t.Cleanup(s.close)
 	dir, names, err := s.refresh()
 	require.NoError(t, err)
-	assert.Equal(t, []string{"resolv.conf", "localtime", "ssl/certs"}, names, "what the host has, in etcPaths order")
+	assert.Equal(t, []string{"resolv.conf", "nsswitch.conf", "localtime", "ssl/certs"}, names, "what the host has, in etcPaths order")
 	read := func(name string) string {
 		data, _ := os.ReadFile(filepath.Join(dir, name))
 		return string(data)
@@ -41,9 +44,13 @@ func TestStageFollowsTheHost(t *testing.T) {
 	assert.Equal(t, "CA\n", read("ssl/certs/ca.pem"))
 	target, err := os.Readlink(filepath.Join(dir, "localtime"))
 	require.NoError(t, err)
-	assert.Equal(t, "/usr/share/zoneinfo/UTC", target)
+	assert.Equal(t, "/usr/share/zoneinfo/UTC", target, "a link into /usr stays a link")
+	assert.Equal(t, "nameserver 127.0.0.53\n", read("nsswitch.conf"), "a link to what sandboxes do not see is copied")
+	fi, err := os.Lstat(filepath.Join(dir, "nsswitch.conf"))
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular())
 	assert.NoFileExists(t, filepath.Join(dir, "ssl/certs/fifo"), "only files, links and directories are copied")
-	fi, err := os.Stat(filepath.Dir(dir))
+	fi, err = os.Stat(filepath.Dir(dir))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "no other host user reaches the stage")
 
@@ -53,7 +60,7 @@ func TestStageFollowsTheHost(t *testing.T) {
 	again, names, err := s.refresh()
 	require.NoError(t, err)
 	assert.Equal(t, dir, again)
-	assert.Equal(t, []string{"resolv.conf", "ssl/certs"}, names)
+	assert.Equal(t, []string{"resolv.conf", "nsswitch.conf", "ssl/certs"}, names)
 	assert.Equal(t, "nameserver 10.0.0.2\n", read("resolv.conf"))
 	assert.NoFileExists(t, filepath.Join(dir, "localtime"))
 

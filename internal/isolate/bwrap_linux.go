@@ -45,7 +45,7 @@ func NewEngine() (*Engine, error) {
 		return nil, fmt.Errorf("%w: bubblewrap (bwrap) is not installed: %w", ErrUnavailable, err)
 	}
 	help, _ := exec.Command(p, "--help").CombinedOutput()
-	return &Engine{path: p, disableUserns: strings.Contains(string(help), "--disable-userns"), stage: &stage{src: "/etc"}}, nil
+	return &Engine{path: p, disableUserns: strings.Contains(string(help), "--disable-userns"), stage: &stage{src: "/etc", every: stageCheck}}, nil
 }
 
 // Close removes what the engine keeps on the host (its copy of the host's

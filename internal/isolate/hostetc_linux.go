@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -22,18 +23,25 @@ import (
 // them, the stage, to which the sandbox's /etc links. One mount rather
 // than one per file or directory, because bwrap reads the whole mount
 // table for each mount it makes. The stage follows the host: before each
-// sandbox, an entry whose host file was replaced (its modification time,
+// sandbox (at most every stageCheck), an entry whose host file was replaced (its modification time,
 // size, mode or link target changed) is copied again and swapped in at
 // once (RENAME_EXCHANGE); running sandboxes see the new copy.
 
 // stage is the private copy of the host's files of /etc.
 type stage struct {
-	src    string // the host's /etc
+	src    string        // the host's /etc
+	every  time.Duration // how often it is compared with the host
 	mu     sync.Mutex
+	seen   time.Time         // when it was last compared
 	dir    string            // the copy; its parent is private to the server
 	stamps map[string]string // per name of etcPaths: its host file when copied
 	names  []string          // the names copied, in etcPaths order
 }
+
+// stageCheck is how often a stage is compared with the host, at most:
+// the host's files of /etc change seldom, and a sandbox started within a
+// second of a change may see the former file.
+const stageCheck = time.Second
 
 // stagePrefix starts the name of a stage's private parent directory; the
 // server's pid follows.
@@ -44,6 +52,9 @@ const stagePrefix = "sandbox-etc-"
 func (s *stage) refresh() (string, []string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dir != "" && time.Since(s.seen) < s.every {
+		return s.dir, s.names, nil
+	}
 	if _, err := os.Lstat(s.dir); s.dir != "" && err != nil {
 		// Removed under us (a cleaner of the temporary directory): again.
 		_ = os.RemoveAll(filepath.Dir(s.dir))
@@ -60,7 +71,7 @@ func (s *stage) refresh() (string, []string, error) {
 			return "", nil, err
 		}
 	}
-	names := s.names[:0]
+	var names []string // a new slice: callers keep the former one
 	for _, name := range etcPaths {
 		host, staged := outsideLink(filepath.Join(s.src, name)), filepath.Join(s.dir, name)
 		stamp := stampOf(host)
@@ -74,7 +85,7 @@ func (s *stage) refresh() (string, []string, error) {
 			names = append(names, name)
 		}
 	}
-	s.names = names
+	s.names, s.seen = names, time.Now()
 	return s.dir, names, nil
 }
 

@@ -92,3 +92,20 @@ func exitedPid(t *testing.T) int {
 	require.NoError(t, c.Run())
 	return c.Process.Pid
 }
+
+func TestStageComparedAtMostEvery(t *testing.T) {
+	src := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(src, "host.conf"), []byte("one\n"), 0o644))
+	s := &stage{src: src, every: time.Hour}
+	t.Cleanup(s.close)
+	dir, names, err := s.refresh()
+	require.NoError(t, err)
+	require.Equal(t, []string{"host.conf"}, names)
+	require.NoError(t, os.WriteFile(filepath.Join(src, "host.conf"), []byte("two, a longer file\n"), 0o644))
+	_, again, err := s.refresh()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, "host.conf"))
+	require.NoError(t, err)
+	assert.Equal(t, "one\n", string(data), "within the interval the stage is not compared")
+	assert.Equal(t, names, again)
+}

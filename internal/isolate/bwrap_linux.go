@@ -19,15 +19,15 @@ import (
 
 // How a sandbox starts. bwrap (the outer process, our child) is born in
 // the sandbox's control group (cgroup.Cgroup.StartIn; where it cannot be,
-// its init process is moved there below). It clones the sandbox's init process into new
-// namespaces and reports its pid on the info descriptor. The init process
-// builds the root filesystem, then reads the seccomp filter to its end
-// before it loads it and starts the command; Start closes the pipe that
-// carries it only once it has applied the rlimits to the init process
-// (prlimit): the command inherits them and its group, and never runs a
-// single instruction without them. When the command exits, the init
-// process exits with its status and the kernel kills every other process
-// of the PID namespace.
+// its init process is moved there below). It clones the sandbox's init
+// process into new namespaces and reports its pid on the info descriptor.
+// The init process builds the root filesystem, then reads the seccomp
+// filter to its end before it loads it and starts the command; Start
+// closes the pipe that carries it only once it has applied the rlimits to
+// the init process (prlimit): the command inherits them and its group, and
+// never runs a single instruction without them. When the command exits,
+// the init process exits with its status and the kernel kills every other
+// process of the PID namespace.
 
 // Engine starts sandboxes with one bwrap executable.
 type Engine struct {

@@ -92,7 +92,12 @@ func NewGate(ex Target, p Policy, opts ...Option) (*Gate, error) {
 }
 
 // Workspace returns the directory commands are confined to.
-func (r *Gate) Workspace() string { return r.c.workspace }
+func (r *Gate) Workspace() string {
+	if r.made() != nil {
+		return ""
+	}
+	return r.c.workspace
+}
 
 // Redactor returns the redactor the runner applies, to redact other logs
 // with the same secrets.

@@ -405,3 +405,20 @@ func TestOptionsRefuseBadValues(t *testing.T) {
 	_, err = proxy.NewVerifier(proxy.WithTrustedIssuer("http://127.0.0.1:9"), proxy.WithHTTPClient(opaque))
 	assert.NoError(t, err)
 }
+
+// A Verifier not made by NewVerifier refuses to verify, and a handler is
+// refused when it is built, never when a request arrives.
+func TestVerifierMisuse(t *testing.T) {
+	t.Parallel()
+	r := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil)
+	for _, v := range []*proxy.Verifier{nil, {}} {
+		_, err := v.Verify(r)
+		assert.ErrorIs(t, err, proxy.ErrInvalidInput)
+		assert.Panics(t, func() { v.Handler(http.NotFoundHandler()) })
+	}
+	v, err := proxy.NewVerifier()
+	require.NoError(t, err)
+	_, err = v.Verify(nil)
+	assert.ErrorIs(t, err, proxy.ErrInvalidInput)
+	assert.PanicsWithValue(t, "proxy: Verifier.Handler: next must not be nil", func() { v.Handler(nil) })
+}

@@ -14,6 +14,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -109,7 +110,7 @@ type Middleware = httpcore.Middleware
 type RoundTripFunc = httpcore.RoundTripFunc
 
 // Client talks to the Vercel Sandbox API. It is safe for concurrent use;
-// create one and share it.
+// create one with NewClient and share it. The zero Client is not usable.
 type Client struct {
 	core       *httpcore.Client
 	autoResume bool
@@ -159,10 +160,15 @@ func WithCredentials(p auth.Provider) Option {
 	}
 }
 
-// WithToken uses a fixed access token for the given team and project.
+// WithToken uses a fixed access token for the given team and project. All
+// three are required: NewClient refuses an empty one with an *InputError.
 func WithToken(token, teamID, projectID string) Option {
 	return func(c *config) {
-		c.provider = auth.Static(token, teamID, projectID)
+		p := auth.Static(token, teamID, projectID)
+		if _, err := p.Credentials(context.Background()); err != nil {
+			c.errs = append(c.errs, apierr.Invalid("WithToken", "%v", err))
+		}
+		c.provider = p
 	}
 }
 
@@ -205,8 +211,21 @@ func WithProject(projectID string) Option { return func(c *config) { c.project =
 
 // WithRetryPolicy configures retries. The default makes at most 3 attempts
 // with a 400 ms jittered exponential backoff, and waits for Retry-After up
-// to 20 s.
-func WithRetryPolicy(p RetryPolicy) Option { return func(c *config) { c.retry = p } }
+// to 20 s. A negative MaxRetries disables retries; a negative duration is
+// an *InputError naming the field.
+func WithRetryPolicy(p RetryPolicy) Option {
+	return func(c *config) {
+		for _, d := range []struct {
+			name string
+			d    time.Duration
+		}{{"BaseDelay", p.BaseDelay}, {"MaxDelay", p.MaxDelay}, {"MaxRetryAfter", p.MaxRetryAfter}} {
+			if d.d < 0 {
+				c.errs = append(c.errs, apierr.Invalid("WithRetryPolicy."+d.name, "negative duration %v", d.d))
+			}
+		}
+		c.retry = p
+	}
+}
 
 // WithLogger sets the logger for retries, resumes and request summaries
 // (debug level). The default discards. Tokens are never logged.
@@ -215,9 +234,17 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // WithUserAgent appends s to the user agent.
 func WithUserAgent(s string) Option { return func(c *config) { c.ua = s } }
 
-// WithMiddleware adds middleware; the first given is the outermost.
+// WithMiddleware adds middleware; the first given is the outermost. A nil
+// Middleware is an *InputError.
 func WithMiddleware(m ...Middleware) Option {
-	return func(c *config) { c.middleware = append(c.middleware, m...) }
+	return func(c *config) {
+		for i, mw := range m {
+			if mw == nil {
+				c.errs = append(c.errs, apierr.Invalid(fmt.Sprintf("WithMiddleware[%d]", i), "nil middleware"))
+			}
+		}
+		c.middleware = append(c.middleware, m...)
+	}
 }
 
 // WithMaxResponseSize bounds, in bytes, an answer that is read whole (the

@@ -7,9 +7,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/fault"
+	fwdproxy "github.com/sbx-go/vercel-sandbox/sandbox/proxy"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -18,7 +20,7 @@ func inputCases() []inputCase {
 	var cs []inputCase
 	for _, part := range [][]inputCase{
 		sandboxCases(), filesCases(), commandCases(), ptyCases(), workloadCases(),
-		guardCases(), authCases(), localCases(),
+		guardCases(), authCases(), proxyCases(), localCases(),
 	} {
 		cs = append(cs, part...)
 	}
@@ -105,15 +107,22 @@ var noInput = map[string]string{
 	"sandboxtest.Steps.Await": "a nil channel waits for a signal, as Block", "sandboxtest.Accounts.Executor": "a nil fallback ends unknown commands with 127",
 	"sandboxtest.Accounts.Install": "adds to the Script it is given",
 
-	"auth.OIDCTokenFromContext": free, "auth.WithOIDCToken": free, "auth.OIDCProvider.Credentials": noArgs,
+	"auth.OIDCTokenFromContext": free, "auth.WithOIDCToken": free,
 	"auth.OIDCProvider.Invalidate": free, "auth.Default": "zero options mean the environment", "auth.FromContext": noArgs,
 	"vercelcli.ConfigDirs": free, "vercelcli.Default": "zero options mean the environment",
 	"vercelcli.LinkedProjectRefresher.Invalidate": free, "vercelcli.LinkedProjectRefresher.Linked": noArgs,
+
+	"proxy.FromContext": "any context; one without a Forwarded reports false",
 }
 
-// atCallPanics are the builders of the test kit that return no error and
-// report misuse as net/http.ServeMux.Handle does: with a panic at the call,
-// never later inside the server. Each gives what the panic must say.
+// atCallPanics are the builders that return no error and report misuse as
+// net/http.ServeMux.Handle does: with a panic at the call, never later
+// inside the server. They are the test kit's builders, and the wrappers of
+// an http.Handler (auth.Middleware, fwdproxy.Verifier.Handler), whose handler
+// could report misuse only to the HTTP client, at serve time. A builder
+// that returns a value with errors of its own (auth.Chain, auth.FromEnv,
+// guard.Redactor.Writer) reports misuse through them, at the first call.
+// Each gives what the panic must say.
 var atCallPanics = map[string]struct {
 	call func(t testing.TB)
 	says string
@@ -121,7 +130,15 @@ var atCallPanics = map[string]struct {
 	"sandboxtest.Script.Handle":   {func(testing.TB) { sandboxtest.NewScript().Handle(nil, sandboxtest.Reply{}) }, "must not be nil"},
 	"sandboxtest.Script.Override": {func(testing.TB) { sandboxtest.NewScript().Override(sandboxtest.MatchName("x"), nil) }, "must not be nil"},
 	"sandboxtest.Sequence":        {func(testing.TB) { sandboxtest.Sequence() }, "at least one handler"},
-	"sandboxtest.MatchRegexp":     {func(testing.TB) { sandboxtest.MatchRegexp((*regexp.Regexp)(nil)) }, "regular expression"},
+	"auth.Middleware":             {func(testing.TB) { auth.Middleware(nil) }, "must not be nil"},
+	"proxy.Verifier.Handler": {func(t testing.TB) {
+		v, err := fwdproxy.NewVerifier()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Handler(nil)
+	}, "must not be nil"},
+	"sandboxtest.MatchRegexp": {func(testing.TB) { sandboxtest.MatchRegexp((*regexp.Regexp)(nil)) }, "regular expression"},
 	"fault.Injector.Inject": {func(testing.TB) { fault.NewInjector().Inject(fault.Fault{Status: 429, AfterHandler: true}) },
 		"contradicts the API contract"},
 	"sandboxtest.Server.Inject": {func(t testing.TB) { sandboxtest.NewServer(t).Inject(fault.Fault{Times: -1}) }, "negative"},
@@ -134,36 +151,6 @@ var atCallPanics = map[string]struct {
 		defer srv.Close()
 		srv.Client(sandbox.WithHTTPClient(nil))
 	}, "WithHTTPClient"},
-}
-
-// knownGaps lists the entry points of packages maintained apart whose
-// malformed input is not yet refused as the contract says, with what
-// happens today.
-var knownGaps = map[string]string{
-	// auth (credentials).
-	"auth.Chain":                               "Chain(nil).Credentials panics on the nil provider",
-	"auth.ProviderFunc.Credentials":            "a nil ProviderFunc panics",
-	"auth.RefresherFunc.Refresh":               "a nil RefresherFunc panics",
-	"auth.NewOIDCProvider":                     "no Source and no Refresher is reported as a missing OIDC context, not an input error",
-	"auth.FromEnv":                             `FromEnv("") is reported as a missing OIDC context`,
-	"auth.FromFile":                            `FromFile("") fails when read ("open : no such file")`,
-	"auth.Middleware":                          "Middleware(nil) panics when it serves a request",
-	"vercelcli.LinkedProjectRefresher.Refresh": `a project id such as "../p" is not refused with ErrInvalidID`,
-	// sandbox/proxy: option errors are plain errors naming the option, not *InputError; a nil Option panics.
-	"proxy.NewVerifier": "NewVerifier(nil) panics; errors are untyped", "proxy.WithOrigin": "untyped error",
-	"proxy.WithClock": "untyped error", "proxy.WithFetchLimit": "untyped error", "proxy.WithHTTPClient": "untyped error",
-	"proxy.WithInvalidRequestHandler": "untyped error", "proxy.WithKeyCacheSize": "untyped error",
-	"proxy.WithRefreshInterval": "untyped error", "proxy.WithTrustedIssuer": "untyped error",
-	"proxy.FromContext": "takes any context (no input to refuse)", "proxy.Verifier.Handler": "Handler(nil) is not refused",
-	"proxy.Verifier.Verify": "Verify(nil) is not checked",
-	// sandbox client options (constructed in client.go).
-	"sandbox.WithMiddleware":  "a nil Middleware is not refused",
-	"sandbox.WithRetryPolicy": "negative delays are not refused", "sandbox.WithToken": "an empty token fails at the first call",
-	// command/guard.
-	"guard.WithOutput":             "WithOutput(nil) is not refused",
-	"guard.Duration.UnmarshalText": "a bad duration is a plain error, not an *InputError",
-	"guard.Redactor.Writer":        "Writer(nil) panics at the first Write",
-	"guard.Transcript.WriteTo":     "WriteTo(nil) panics",
 }
 
 // fatalTB is a testing.TB whose Fatalf panics, to observe sandboxtest's

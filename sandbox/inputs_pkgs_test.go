@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing/fstest"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/fault"
+	fwdproxy "github.com/sbx-go/vercel-sandbox/sandbox/proxy"
 	"github.com/sbx-go/vercel-sandbox/sandbox/pty"
 	"github.com/sbx-go/vercel-sandbox/sandbox/workload"
 )
@@ -149,6 +152,25 @@ func workloadCases() []inputCase {
 
 func guardCases() []inputCase {
 	return []inputCase{
+		{entry: "guard.WithOutput", field: "WithOutput", call: func(f *inputFixture) error {
+			return ignore(guard.NewGate(f.sb, guard.Policy{}, nil, guard.WithOutput(nil)))
+		}},
+		{entry: "guard.Duration.UnmarshalText", field: "Duration", call: func(*inputFixture) error {
+			var d guard.Duration
+			return d.UnmarshalText([]byte("soon"))
+		}},
+		{entry: "guard.Redactor.Writer", field: "w", call: func(*inputFixture) error {
+			return ignore(guard.NewRedactor("s3cret").Writer(nil).Write([]byte("x")))
+		}},
+		{entry: "guard.Transcript.WriteTo", field: "w", call: func(*inputFixture) error {
+			return ignore(guard.Transcript{}.WriteTo(nil))
+		}},
+		{entry: "guard.Gate.Check", field: "Gate", call: func(*inputFixture) error {
+			return (&guard.Gate{}).Check(&command.Cmd{Name: "ls"})
+		}},
+		{entry: "guard.Gate.Run", field: "Gate", call: func(f *inputFixture) error {
+			return ignore((*guard.Gate)(nil).Run(f.ctx, &command.Cmd{Name: "ls"}))
+		}},
 		{entry: "guard.NewGate", field: "Target", call: func(*inputFixture) error { return ignore(guard.NewGate(nil, guard.Policy{})) }},
 		{entry: "guard.NewGate", field: "Workspace", call: func(f *inputFixture) error {
 			return ignore(guard.NewGate(f.sb, guard.Policy{Workspace: "rel"}))
@@ -182,13 +204,82 @@ func guardCases() []inputCase {
 }
 
 func authCases() []inputCase {
+	static := auth.Static("tok", "team", "prj")
 	return []inputCase{
+		{entry: "auth.Chain", field: "providers[0]", call: func(f *inputFixture) error {
+			return ignore(auth.Chain(nil).Credentials(f.ctx))
+		}},
+		{entry: "auth.Chain", field: "providers[1]", call: func(f *inputFixture) error {
+			return ignore(auth.Chain(static, nil).Credentials(f.ctx))
+		}},
+		{entry: "auth.ProviderFunc.Credentials", field: "ProviderFunc", call: func(f *inputFixture) error {
+			return ignore(auth.ProviderFunc(nil).Credentials(f.ctx))
+		}},
+		{entry: "auth.RefresherFunc.Refresh", field: "RefresherFunc", call: func(f *inputFixture) error {
+			return ignore(auth.RefresherFunc(nil).Refresh(f.ctx, "prj", "team"))
+		}},
+		{entry: "auth.NewOIDCProvider", field: "OIDCOptions", call: func(f *inputFixture) error {
+			return ignore(auth.NewOIDCProvider(auth.OIDCOptions{}).Credentials(f.ctx))
+		}},
+		{entry: "auth.OIDCProvider.Credentials", field: "OIDCProvider", call: func(f *inputFixture) error {
+			return ignore((&auth.OIDCProvider{}).Credentials(f.ctx))
+		}},
+		{entry: "auth.FromEnv", field: "name", call: func(f *inputFixture) error { return ignore3(auth.FromEnv("")(f.ctx)) }},
+		{entry: "auth.FromFile", field: "path", call: func(f *inputFixture) error { return ignore3(auth.FromFile("")(f.ctx)) }},
+		{entry: "vercelcli.LinkedProjectRefresher.Refresh", is: vercelcli.ErrInvalidID, call: func(f *inputFixture) error {
+			return ignore((&vercelcli.LinkedProjectRefresher{}).Refresh(f.ctx, "../p", "team"))
+		}},
+		{entry: "vercelcli.LinkedProjectRefresher.Refresh", is: vercelcli.ErrInvalidID, call: func(f *inputFixture) error {
+			return ignore((&vercelcli.LinkedProjectRefresher{ProjectID: "prj"}).Refresh(f.ctx, "", "team/x"))
+		}},
 		{entry: "auth.Static", is: auth.ErrMissingParams, call: func(f *inputFixture) error {
 			return ignore(auth.Static("", "team", "prj").Credentials(f.ctx))
 		}},
 		{entry: "auth.ParseClaims", is: auth.ErrInvalidOIDCToken, call: func(*inputFixture) error { return ignore(auth.ParseClaims("x")) }},
 		{entry: "vercelcli.CLIExecRefresher.Refresh", is: vercelcli.ErrInvalidID, call: func(f *inputFixture) error {
 			return ignore((&vercelcli.CLIExecRefresher{}).Refresh(f.ctx, "-p", "t"))
+		}},
+	}
+}
+
+func proxyCases() []inputCase {
+	newVerifier := func(o fwdproxy.Option) error { return ignore(fwdproxy.NewVerifier(nil, o)) }
+	return []inputCase{
+		{entry: "proxy.NewVerifier", field: "WithKeyCacheSize", call: func(*inputFixture) error {
+			return newVerifier(fwdproxy.WithKeyCacheSize(0))
+		}},
+		{entry: "proxy.WithOrigin", field: "WithOrigin", call: func(*inputFixture) error {
+			return newVerifier(fwdproxy.WithOrigin("https://broker.example.com/path"))
+		}},
+		{entry: "proxy.WithTrustedIssuer", field: "WithTrustedIssuer", call: func(*inputFixture) error {
+			return newVerifier(fwdproxy.WithTrustedIssuer("http://issuer.example.com"))
+		}},
+		{entry: "proxy.WithClock", field: "WithClock", call: func(*inputFixture) error { return newVerifier(fwdproxy.WithClock(nil)) }},
+		{entry: "proxy.WithHTTPClient", field: "WithHTTPClient", call: func(*inputFixture) error {
+			return newVerifier(fwdproxy.WithHTTPClient(nil))
+		}},
+		{entry: "proxy.WithInvalidRequestHandler", field: "WithInvalidRequestHandler", call: func(*inputFixture) error {
+			return newVerifier(fwdproxy.WithInvalidRequestHandler(nil))
+		}},
+		{entry: "proxy.WithKeyCacheSize", field: "WithKeyCacheSize", call: func(*inputFixture) error {
+			return newVerifier(fwdproxy.WithKeyCacheSize(-1))
+		}},
+		{entry: "proxy.WithRefreshInterval", field: "WithRefreshInterval", call: func(*inputFixture) error {
+			return newVerifier(fwdproxy.WithRefreshInterval(-time.Second))
+		}},
+		{entry: "proxy.WithFetchLimit", field: "WithFetchLimit", call: func(*inputFixture) error {
+			return newVerifier(fwdproxy.WithFetchLimit(1, 0))
+		}},
+		{entry: "proxy.Verifier.Verify", field: "r", call: func(*inputFixture) error {
+			v, err := fwdproxy.NewVerifier()
+			if err != nil {
+				return errors.New("NewVerifier failed: " + err.Error())
+			}
+			return ignore(v.Verify(nil))
+		}},
+		{entry: "proxy.Verifier.Verify", field: "Verifier", call: func(f *inputFixture) error {
+			r := httptest.NewRequestWithContext(f.ctx, http.MethodGet, "/", nil)
+			return ignore((&fwdproxy.Verifier{}).Verify(r))
 		}},
 	}
 }

@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"io/fs"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,22 @@ func sandboxCases() []inputCase {
 		}},
 		{entry: "sandbox.WithRequestTimeout", field: "RequestTimeout", call: func(*inputFixture) error {
 			return ignore(sandbox.NewClient(sandbox.WithRequestTimeout(-time.Second)))
+		}},
+		{entry: "sandbox.WithMiddleware", field: "WithMiddleware[1]", call: func(*inputFixture) error {
+			pass := func(r *http.Request, next sandbox.RoundTripFunc) (*http.Response, error) { return next(r) }
+			return ignore(sandbox.NewClient(sandbox.WithMiddleware(pass, nil)))
+		}},
+		{entry: "sandbox.WithRetryPolicy", field: "WithRetryPolicy.BaseDelay", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: -time.Second})))
+		}},
+		{entry: "sandbox.WithRetryPolicy", field: "WithRetryPolicy.MaxRetryAfter", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithRetryPolicy(sandbox.RetryPolicy{MaxRetryAfter: -time.Second})))
+		}},
+		{entry: "sandbox.WithToken", field: "WithToken", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithToken("", "team", "prj")))
+		}},
+		{entry: "sandbox.WithToken", field: "WithToken", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithToken("tok", "team", "")))
 		}},
 		{entry: "sandbox.ValidateName", field: "Name", call: func(*inputFixture) error { return sandbox.ValidateName("a b") }},
 		{entry: "sandbox.NewName", field: "Name", call: func(*inputFixture) error {

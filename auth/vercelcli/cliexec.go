@@ -46,11 +46,8 @@ func (r *CLIExecRefresher) Refresh(ctx context.Context, projectID, teamID string
 }
 
 func (r *CLIExecRefresher) run(ctx context.Context, project, team string) (string, error) {
-	if !validID(project) {
-		return "", fmt.Errorf("%w: project %q", ErrInvalidID, project)
-	}
-	if team != "" && !validID(team) {
-		return "", fmt.Errorf("%w: team %q", ErrInvalidID, team)
+	if err := checkIDs(project, team); err != nil {
+		return "", err
 	}
 	args := []string{"project", "token", project, "--format=json"}
 	if team != "" {

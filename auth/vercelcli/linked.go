@@ -32,6 +32,8 @@ const DefaultAPIBaseURL = "https://api.vercel.com"
 // the IDs passed to Refresh (the current token's claims), and
 // .vercel/project.json (projectId, orgId) of the first directory at or above
 // the working directory that contains a .vercel entry.
+// Whatever their origin, they must match ^[A-Za-z0-9][A-Za-z0-9._-]*$ (else
+// ErrInvalidID, before any file is read or request sent).
 //
 // A token cached in <user data dir>/com.vercel.token/<project>.json that is
 // valid for at least Buffer more is used as is. Otherwise the Vercel CLI's

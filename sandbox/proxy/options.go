@@ -8,10 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/loopback"
 )
 
-// Option configures a Verifier.
+// Option configures a Verifier. A bad value makes NewVerifier fail with an
+// *InputError naming the option; a nil Option is ignored.
 type Option func(*config)
 
 type config struct {
@@ -44,8 +46,10 @@ func forbidden(w http.ResponseWriter, _ *http.Request, _ error) {
 	http.Error(w, "Forbidden", http.StatusForbidden)
 }
 
+// fail records that option was given a bad value, as an *InputError
+// naming the option.
 func (c *config) fail(option, format string, a ...any) {
-	c.errs = append(c.errs, fmt.Errorf("proxy: %s: "+format, append([]any{option}, a...)...))
+	c.errs = append(c.errs, apierr.Invalid(option, format, a...))
 }
 
 // WithOrigin sets the scheme and host (with the port, if any) at which the

@@ -385,8 +385,14 @@ func TestOptionsRefuseBadValues(t *testing.T) {
 		"fetch period 0":        proxy.WithFetchLimit(1, 0),
 	} {
 		_, err := proxy.NewVerifier(o)
-		assert.Error(t, err, name)
+		var ie *proxy.InputError
+		if assert.ErrorAs(t, err, &ie, name) {
+			assert.True(t, strings.HasPrefix(ie.Field, "With"), "%s: the error names the option: %v", name, err)
+		}
+		assert.ErrorIs(t, err, proxy.ErrInvalidInput, name)
 	}
+	_, err := proxy.NewVerifier(nil, proxy.WithKeyCacheSize(1))
+	assert.NoError(t, err, "a nil option is ignored")
 	for _, iss := range []string{"https://issuer.example.com", "http://127.0.0.1:8080", "http://[::1]:1/x", "http://localhost:9", "http://LocalHost:9"} {
 		_, err := proxy.NewVerifier(proxy.WithTrustedIssuer(iss))
 		assert.NoError(t, err, iss)
@@ -394,8 +400,25 @@ func TestOptionsRefuseBadValues(t *testing.T) {
 	// localhost is dialled without DNS, which a transport of unknown kind
 	// cannot promise.
 	opaque := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("unused") })}
-	_, err := proxy.NewVerifier(proxy.WithTrustedIssuer("http://localhost:9"), proxy.WithHTTPClient(opaque))
+	_, err = proxy.NewVerifier(proxy.WithTrustedIssuer("http://localhost:9"), proxy.WithHTTPClient(opaque))
 	assert.ErrorIs(t, err, sandbox.ErrInsecureURL)
 	_, err = proxy.NewVerifier(proxy.WithTrustedIssuer("http://127.0.0.1:9"), proxy.WithHTTPClient(opaque))
 	assert.NoError(t, err)
+}
+
+// A Verifier not made by NewVerifier refuses to verify, and a handler is
+// refused when it is built, never when a request arrives.
+func TestVerifierMisuse(t *testing.T) {
+	t.Parallel()
+	r := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil)
+	for _, v := range []*proxy.Verifier{nil, {}} {
+		_, err := v.Verify(r)
+		assert.ErrorIs(t, err, proxy.ErrInvalidInput)
+		assert.Panics(t, func() { v.Handler(http.NotFoundHandler()) })
+	}
+	v, err := proxy.NewVerifier()
+	require.NoError(t, err)
+	_, err = v.Verify(nil)
+	assert.ErrorIs(t, err, proxy.ErrInvalidInput)
+	assert.PanicsWithValue(t, "proxy: Verifier.Handler: next must not be nil", func() { v.Handler(nil) })
 }

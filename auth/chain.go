@@ -3,7 +3,10 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
 // Chain returns a provider that asks providers in order and returns the
@@ -14,6 +17,7 @@ import (
 // ErrNotApplicable and lists their reasons.
 //
 // The chain implements Invalidator by telling every provider that does.
+// A nil provider makes every call fail with an *InputError naming it.
 func Chain(providers ...Provider) Provider {
 	return chain(append([]Provider(nil), providers...))
 }
@@ -21,6 +25,11 @@ func Chain(providers ...Provider) Provider {
 type chain []Provider
 
 func (c chain) Credentials(ctx context.Context) (Credentials, error) {
+	for i, p := range c {
+		if p == nil {
+			return Credentials{}, apierr.Invalid(fmt.Sprintf("providers[%d]", i), "nil provider")
+		}
+	}
 	var reasons []error
 	for _, p := range c {
 		creds, err := p.Credentials(ctx)

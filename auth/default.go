@@ -78,7 +78,7 @@ type LinkedRefresher interface {
 func Default(opts DefaultOptions) Provider {
 	d := &defaultProvider{opts: opts, sys: opts.sys}
 	newOIDC := func(src RawSource, label Source) *OIDCProvider {
-		return NewOIDCProvider(OIDCOptions{
+		return newOIDCProvider(OIDCOptions{
 			Source:                src,
 			Refresher:             opts.Refresher,
 			Label:                 label,

@@ -3,6 +3,8 @@ package auth
 import (
 	"errors"
 	"strings"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
 // Sentinel errors, matched with errors.Is.
@@ -29,7 +31,22 @@ var (
 	// ErrVercelOIDCContext matches the guidance error returned when no
 	// credentials were found on Vercel (VERCEL_URL set).
 	ErrVercelOIDCContext = errors.New("no credentials from OIDC context (on Vercel)")
+
+	// ErrInvalidInput matches an *InputError. It is sandbox.ErrInvalidInput.
+	ErrInvalidInput = apierr.ErrInvalidInput
 )
+
+// InputError is a nil or malformed argument, refused before any request:
+// a nil provider in Chain, a nil ProviderFunc or RefresherFunc, an
+// OIDCOptions with neither Source nor Refresher, an empty name for FromEnv
+// or FromFile. It is sandbox.InputError; Field names the argument.
+//
+// A constructor that returns no error (Chain, NewOIDCProvider, FromEnv,
+// FromFile) reports it from what it returns, at its first call, which
+// comes before any request. Middleware, whose http.Handler has no error to
+// give but to the HTTP client, panics at the call instead, as
+// http.ServeMux.Handle does.
+type InputError = apierr.InputError
 
 // MissingParamsError reports explicit credentials given only in part. Its
 // message is the one of the TypeScript SDK.

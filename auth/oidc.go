@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
@@ -34,12 +35,16 @@ type Refresher interface {
 // RefresherFunc adapts a function to Refresher.
 type RefresherFunc func(ctx context.Context, projectID, teamID string) (string, error)
 
-// Refresh calls f.
+// Refresh calls f. A nil f gives an *InputError.
 func (f RefresherFunc) Refresh(ctx context.Context, projectID, teamID string) (string, error) {
+	if f == nil {
+		return "", apierr.Invalid("RefresherFunc", "nil function")
+	}
 	return f(ctx, projectID, teamID)
 }
 
-// OIDCOptions configure NewOIDCProvider. The zero value is usable.
+// OIDCOptions configure NewOIDCProvider. Source, Refresher or both must
+// be set.
 type OIDCOptions struct {
 	// Source supplies the current token, read on every call. A token it has
 	// not returned before replaces the held one, unless the held one is good
@@ -104,7 +109,8 @@ type OIDCOptions struct {
 //     StaleOnRefreshFailure);
 //   - with no token at all the error is an *OIDCContextError.
 //
-// OIDCProvider implements Invalidator.
+// OIDCProvider implements Invalidator. Create one with NewOIDCProvider: the
+// zero value, or a nil pointer, gives an *InputError.
 type OIDCProvider struct {
 	src       RawSource
 	refresher Refresher
@@ -118,6 +124,7 @@ type OIDCProvider struct {
 	sys       host.System
 	group     singleflight.Group
 	waitHook  func() // tests: called when a caller starts waiting for a refresh
+	invalid   error  // the options NewOIDCProvider refused
 	mu        sync.Mutex
 	tok       string
 	claims    Claims
@@ -128,8 +135,20 @@ type OIDCProvider struct {
 	failErr   error
 }
 
-// NewOIDCProvider returns a provider configured by opts.
+// NewOIDCProvider returns a provider configured by opts. Options with
+// neither Source nor Refresher could never give a token: every call of the
+// provider fails with an *InputError naming OIDCOptions.
 func NewOIDCProvider(opts OIDCOptions) *OIDCProvider {
+	p := newOIDCProvider(opts)
+	if opts.Source == nil && opts.Refresher == nil {
+		p.invalid = apierr.Invalid("OIDCOptions", "neither Source nor Refresher is set")
+	}
+	return p
+}
+
+// newOIDCProvider is NewOIDCProvider without the check: Default's tiers
+// may have no refresher and report that in their guidance error.
+func newOIDCProvider(opts OIDCOptions) *OIDCProvider {
 	p := &OIDCProvider{
 		src:       opts.Source,
 		refresher: opts.Refresher,
@@ -177,6 +196,12 @@ func (p *OIDCProvider) GoString() string { return p.String() }
 // If ctx ends while waiting for a refresh, it returns ctx.Err() and the
 // refresh goes on for the other callers.
 func (p *OIDCProvider) Credentials(ctx context.Context) (Credentials, error) {
+	switch {
+	case p == nil || p.clock == nil:
+		return Credentials{}, apierr.Invalid("OIDCProvider", "not made by NewOIDCProvider")
+	case p.invalid != nil:
+		return Credentials{}, p.invalid
+	}
 	var raw string
 	if p.src != nil {
 		tok, ok, err := p.src(ctx)
@@ -252,6 +277,14 @@ func (p *OIDCProvider) refresh(ctx context.Context, project, team string, gen ui
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
 	defer cancel()
 	tok, err := p.refresher.Refresh(rctx, project, team)
+	if err != nil {
+		// A refresher's error may quote a server that echoed a token:
+		// hide the one held and every token shape.
+		p.mu.Lock()
+		held := p.tok
+		p.mu.Unlock()
+		err = redact.Error(err, redact.NewSet(held))
+	}
 	if err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("OIDC token refresh did not finish within %s: %w", p.timeout, err)
 	}
@@ -330,7 +363,7 @@ func (p *OIDCProvider) hasToken() bool {
 // Credentials refreshes it. Other tokens are ignored. The refresher is told
 // too, when it implements Invalidator.
 func (p *OIDCProvider) Invalidate(staleToken string) {
-	if staleToken == "" {
+	if p == nil || staleToken == "" {
 		return
 	}
 	p.mu.Lock()

@@ -3,7 +3,9 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/sbx-go/vercel-sandbox/auth/authtest"
 	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
@@ -346,3 +349,29 @@ func TestOIDC_StringHidesToken(t *testing.T) {
 type fixedClock time.Time
 
 func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+// TestRefreshErrorHidesTokens: a refresher whose error quotes the held
+// token and another token shape (as a server echoing them would make it)
+// gives errors, and OnRefreshError, without either.
+func TestRefreshErrorHidesTokens(t *testing.T) {
+	t.Parallel()
+	clock := authtest.NewClock(time.Unix(1_700_000_000, 0))
+	held := authtest.Token("team", "prj", clock.Now().Add(-time.Minute))
+	other := "vcp" + "_" + strings.Repeat("Zx9", 10)
+	var reported string
+	p := NewOIDCProvider(OIDCOptions{
+		Source: func(context.Context) (string, bool, error) { return held, true, nil },
+		Refresher: RefresherFunc(func(context.Context, string, string) (string, error) {
+			return "", errors.New("server said: token " + held + " and " + other + " refused")
+		}),
+		Clock:          clock,
+		OnRefreshError: func(err error) { reported = err.Error() },
+	})
+	_, err := p.Credentials(t.Context())
+	require.ErrorIs(t, err, ErrRefreshFailed)
+	for _, text := range []string{err.Error(), fmt.Sprintf("%+v", err), reported} {
+		assert.NotContains(t, text, held)
+		assert.NotContains(t, text, other)
+		assert.Contains(t, text, "refused")
+	}
+}

@@ -15,6 +15,8 @@ package auth
 import (
 	"context"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
 // Source says where credentials came from.
@@ -56,5 +58,10 @@ type Invalidator interface {
 // ProviderFunc adapts a function to Provider.
 type ProviderFunc func(ctx context.Context) (Credentials, error)
 
-// Credentials calls f(ctx).
-func (f ProviderFunc) Credentials(ctx context.Context) (Credentials, error) { return f(ctx) }
+// Credentials calls f(ctx). A nil f gives an *InputError.
+func (f ProviderFunc) Credentials(ctx context.Context) (Credentials, error) {
+	if f == nil {
+		return Credentials{}, apierr.Invalid("ProviderFunc", "nil function")
+	}
+	return f(ctx)
+}

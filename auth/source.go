@@ -7,6 +7,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/auth/internal/errmsg"
 	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
 // Names of the header and environment variables that carry a Vercel OIDC token.
@@ -48,7 +49,13 @@ func OIDCTokenFromContext(ctx context.Context) (token string, ok bool) {
 //
 // Use it only where the Vercel platform sets the header. Elsewhere a client
 // could send a token of its own and have the handler act with it.
+//
+// A nil next panics at the call, as http.ServeMux.Handle does, rather than
+// at the first request.
 func Middleware(next http.Handler) http.Handler {
+	if next == nil {
+		panic("auth: Middleware: next must not be nil")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tok := strings.TrimSpace(r.Header.Get(HeaderOIDCToken)); tok != "" {
 			r = r.WithContext(WithOIDCToken(r.Context(), tok))
@@ -67,8 +74,20 @@ func FromContext() RawSource {
 }
 
 // FromEnv returns a RawSource that reads the environment variable name on
-// every call; an unset or empty variable gives no token.
-func FromEnv(name string) RawSource { return fromEnv(name, host.System{}) }
+// every call; an unset or empty variable gives no token. An empty name
+// makes every call fail with an *InputError.
+func FromEnv(name string) RawSource {
+	if name == "" {
+		return invalidSource(apierr.Invalid("name", "empty environment variable name"))
+	}
+	return fromEnv(name, host.System{})
+}
+
+// invalidSource is a RawSource that fails with err: how a constructor
+// that returns no error refuses its input.
+func invalidSource(err error) RawSource {
+	return func(context.Context) (string, bool, error) { return "", false, err }
+}
 
 func fromEnv(name string, sys host.System) RawSource {
 	return func(context.Context) (string, bool, error) {
@@ -79,8 +98,14 @@ func fromEnv(name string, sys host.System) RawSource {
 
 // FromFile returns a RawSource that reads and trims the file at path on
 // every call, so a rotated file is picked up at once. A missing or empty file
-// is an error naming the path.
-func FromFile(path string) RawSource { return fromFile(path, host.OSFS{}) }
+// is an error naming the path. An empty path makes every call fail with an
+// *InputError.
+func FromFile(path string) RawSource {
+	if path == "" {
+		return invalidSource(apierr.Invalid("path", "empty file path"))
+	}
+	return fromFile(path, host.OSFS{})
+}
 
 func fromFile(path string, fsys host.FS) RawSource {
 	return func(context.Context) (string, bool, error) {

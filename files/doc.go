@@ -15,5 +15,6 @@
 // created by the server.
 //
 // WriteTarGz streams the archive into an io.Writer; sandbox.Sandbox.WriteFiles
-// sends it as it is written.
+// sends it as it is written. Length gives the archive's exact length before
+// it is written, when it is not compressed.
 package files

@@ -44,8 +44,9 @@ func testBoundedMemory(t *testing.T, level int) {
 	}
 	entries = append(entries, FromString("data/README", "generated\n"))
 
-	wantLen, err := noCompressionSize(cwd, entries)
+	wantLen, known, err := Length(cwd, entries, WithLevel(level))
 	require.NoError(t, err)
+	assert.Equal(t, level == gzip.NoCompression, known, "the length is known without compression only")
 
 	runtime.GC()
 	var ms runtime.MemStats
@@ -104,7 +105,7 @@ func testBoundedMemory(t *testing.T, level int) {
 
 	assert.Greater(t, n, int64(total))
 	if level == gzip.NoCompression {
-		assert.Equal(t, wantLen, n, "noCompressionSize")
+		assert.Equal(t, wantLen, n, "Length")
 	}
 	assert.True(t, last.Done)
 	assert.Equal(t, int64(total+len("generated\n")), last.Bytes)

@@ -21,7 +21,9 @@ import (
 // Paths use POSIX rules on every platform. cwd is only consulted when p is
 // relative. An empty p, a NUL byte, a relative p with a cwd that is not
 // absolute, and a path that resolves to "/" itself are refused with an
-// *apierr.InputError (errors.Is(err, apierr.ErrInvalidInput)).
+// *apierr.InputError (errors.Is(err, apierr.ErrInvalidInput)), and so is a
+// path that names a directory: one that ends in "/", "/." or "/..", or is
+// "." or "..".
 func archiveName(cwd, p string) (string, error) {
 	name, field, reason := entryName(cwd, p)
 	if reason != "" {
@@ -38,6 +40,9 @@ func entryName(cwd, p string) (name, field, reason string) {
 		return "", "path", "empty path"
 	case strings.IndexByte(p, 0) >= 0:
 		return "", "path", "path contains a NUL byte"
+	}
+	if base := p[strings.LastIndexByte(p, '/')+1:]; base == "" || base == "." || base == ".." {
+		return "", "path", "path " + quote(p) + " names a directory, not a file"
 	}
 	full := p
 	if !path.IsAbs(p) {

@@ -26,11 +26,9 @@ func TestEntryName(t *testing.T) {
 		{cwd, "../x", "vercel/x"},
 		// Edge cases.
 		{cwd, "./a//b/./c", "vercel/sandbox/a/b/c"},
-		{cwd, "dir/", "vercel/sandbox/dir"},
 		{cwd, "../../../../x", "x"},
 		{cwd, "//etc///passwd", "etc/passwd"},
 		{cwd, "/../../etc", "etc"},
-		{cwd, "/a/b/..", "a"},
 		{cwd, "données/日本語.txt", "vercel/sandbox/données/日本語.txt"},
 		{cwd, `a\b`, `vercel/sandbox/a\b`}, // a backslash is an ordinary character
 		{cwd, " spaced name ", "vercel/sandbox/ spaced name "},
@@ -62,6 +60,11 @@ func TestEntryNameErrors(t *testing.T) {
 		{cwd, "/..", "path"},
 		{cwd, "../../..", "path"},
 		{"/", ".", "path"},
+		// A file path names a file: "dir/" once wrote a file named dir.
+		{cwd, "dir/", "path"},
+		{cwd, "dir/.", "path"},
+		{cwd, "/a/b/..", "path"},
+		{cwd, "..", "path"},
 		{"", "rel", "cwd"},
 		{"vercel/sandbox", "rel", "cwd"},
 		{"/a\x00", "rel", "cwd"},

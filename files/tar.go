@@ -181,6 +181,9 @@ func newPlan(cwd string, entries []Entry) (*plan, error) {
 // WriteTarGz checks ctx between reads and returns ctx.Err() once it is done.
 // It cannot interrupt a Write to w or a Read of a source that blocks.
 func WriteTarGz(ctx context.Context, w io.Writer, cwd string, entries []Entry, opts ...Option) error {
+	if w == nil {
+		return apierr.Invalid("w", "nil writer")
+	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return err
@@ -212,20 +215,28 @@ func (p *plan) header(i int, mtime time.Time) *tar.Header {
 	}
 }
 
-// noCompressionSize returns the exact length of the archive that WriteTarGz
-// produces for these entries and options with
-// WithLevel(gzip.NoCompression) (the level given in opts is ignored). It lets
-// an upload declare its Content-Length while still streaming. Contents are
-// not read. Compressed sizes cannot be known before compressing.
-func noCompressionSize(cwd string, entries []Entry, opts ...Option) (int64, error) {
+// Length returns the exact length in bytes of the archive that WriteTarGz
+// writes for these entries and options, without reading any content. It is
+// known before writing only without compression (WithLevel with
+// gzip.NoCompression); for a compressed archive ok is false. This lets an
+// upload declare its Content-Length and still stream the archive. Invalid
+// entries or options are reported as by Validate.
+func Length(cwd string, entries []Entry, opts ...Option) (n int64, ok bool, err error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	p, err := newPlan(cwd, entries)
-	if err != nil {
-		return 0, err
+	if err != nil || cfg.level != gzip.NoCompression {
+		return 0, false, err
 	}
+	n, err = p.storedLength(cfg)
+	return n, err == nil, err
+}
+
+// storedLength returns the length of the archive written without
+// compression.
+func (p *plan) storedLength(cfg config) (int64, error) {
 	mtime := cfg.mtime()
 	var cw countWriter
 	cw.w = io.Discard

@@ -582,10 +582,10 @@ func TestReaderConcurrentClose(t *testing.T) {
 	}
 }
 
-// TestNoCompressionSize checks the predicted archive length against the
+// TestLength checks the predicted archive length against the
 // bytes a real write at gzip.NoCompression produces, for archives that end
 // anywhere in a stored block, exactly on its end, and past it.
-func TestNoCompressionSize(t *testing.T) {
+func TestLength(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("long-name/", 30) + "日本.txt"
 	// One entry of n bytes makes a tar stream of 512+n rounded up to 512,
@@ -611,14 +611,18 @@ func TestNoCompressionSize(t *testing.T) {
 	for name, entries := range sets {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			want, err := noCompressionSize(cwd, entries, WithLevel(gzip.BestCompression))
+			want, known, err := Length(cwd, entries, WithLevel(gzip.NoCompression))
 			require.NoError(t, err)
+			require.True(t, known)
 			var got countWriter
 			got.w = io.Discard
 			require.NoError(t, WriteTarGz(context.Background(), &got, cwd, entries, WithLevel(gzip.NoCompression), WithModTime(time.Unix(1, 0))))
 			assert.Equal(t, want, got.n, "predicted length against the bytes written")
 		})
 	}
-	_, err := noCompressionSize(cwd, []Entry{{}})
+	_, _, err := Length(cwd, []Entry{{}})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
+	_, known, err := Length(cwd, []Entry{FromString("f", "x")}, WithLevel(gzip.BestSpeed))
+	require.NoError(t, err)
+	assert.False(t, known, "a compressed length is known only once written")
 }

@@ -52,6 +52,8 @@ func WithSymlinks(p SymlinkPolicy) TreeOption {
 // to leave out version control data:
 //
 //	files.WithFilter(func(rel string, d fs.DirEntry) bool { return d.Name() != ".git" })
+//
+// A nil keep keeps everything.
 func WithFilter(keep func(rel string, d fs.DirEntry) bool) TreeOption {
 	return func(c *treeConfig) { c.filter = keep }
 }
@@ -118,6 +120,9 @@ func walkTree(fsys fs.FS, root, rootField, dstDir string, src treeSource, opts [
 		if o != nil {
 			o(&cfg)
 		}
+	}
+	if cfg.symlinks < SkipSymlinks || cfg.symlinks > RejectSymlinks {
+		return nil, apierr.Invalid("WithSymlinks", "unknown policy %d", int(cfg.symlinks))
 	}
 	st, err := fs.Stat(fsys, root)
 	if err != nil {

@@ -215,14 +215,16 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 // text: a plain-http base URL is accepted for loopback addresses only.
 func TestPlainHTTPRefused(t *testing.T) {
 	t.Parallel()
-	for _, u := range []string{"http://api.vercel.com", "http://10.0.0.1:8080/api", "http://localhost.example.com", "http://[2001:db8::1]/"} {
+	for _, u := range []string{"http://api.vercel.com", "http://10.0.0.1:8080/api", "http://localhost.example.com",
+		"http://[2001:db8::1]/", "http://api.localhost:3000", "http://localhost.:3000"} {
 		_, err := sandbox.NewClient(sandbox.WithBaseURL(u), sandbox.WithToken("tok_plain_http_refused", "team", "prj"))
-		var ie *sandbox.InputError
+		var ie *sandbox.InsecureURLError
 		require.ErrorAs(t, err, &ie, u)
 		assert.Equal(t, "BaseURL", ie.Field, u)
 		assert.ErrorIs(t, err, sandbox.ErrInvalidInput, u)
+		assert.ErrorIs(t, err, sandbox.ErrInsecureURL, u)
 	}
-	for _, u := range []string{"http://127.0.0.1:1", "http://localhost:3000/api", "http://[::1]:8080", "https://api.example.com"} {
+	for _, u := range []string{"http://127.0.0.1:1", "http://localhost:3000/api", "http://LOCALHOST:3000", "http://[::1]:8080", "https://api.example.com"} {
 		_, err := sandbox.NewClient(sandbox.WithBaseURL(u), sandbox.WithToken("tok", "team", "prj"))
 		assert.NoError(t, err, u)
 	}

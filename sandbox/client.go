@@ -14,6 +14,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -47,6 +48,15 @@ type (
 	OutputLostError = apierr.OutputLostError
 	// DecodeError is a 2xx answer whose body could not be decoded.
 	DecodeError = apierr.DecodeError
+	// ResponseTooLargeError is an answer longer than the limit set with
+	// WithMaxResponseSize; it was not read further.
+	ResponseTooLargeError = apierr.ResponseTooLargeError
+	// RepeatedCursorError is a listing whose server sent a cursor it had
+	// sent before; the listing stopped instead of looping.
+	RepeatedCursorError = apierr.RepeatedCursorError
+	// InsecureURLError is a URL that would carry credentials in clear
+	// text, refused by NewClient.
+	InsecureURLError = apierr.InsecureURLError
 )
 
 // Sentinel errors for errors.Is.
@@ -64,6 +74,12 @@ var (
 	ErrStreamEnded   = apierr.ErrStreamEnded   // a stream ended before its final frame
 	ErrInvalidInput  = apierr.ErrInvalidInput  // see InputError
 	ErrDecode        = apierr.ErrDecode        // see DecodeError
+	// ErrResponseTooLarge matches ResponseTooLargeError.
+	ErrResponseTooLarge = apierr.ErrResponseTooLarge
+	// ErrRepeatedCursor matches RepeatedCursorError.
+	ErrRepeatedCursor = apierr.ErrRepeatedCursor
+	// ErrInsecureURL matches InsecureURLError.
+	ErrInsecureURL = apierr.ErrInsecureURL
 	// ErrSnapshotNotFound matches a resume refused with snapshot_not_found:
 	// the sandbox cannot be resumed (hosted Vercel keeps nothing of a
 	// non-persistent one). GetOrCreate and a named Create recreate it.
@@ -94,12 +110,13 @@ type Middleware = httpcore.Middleware
 type RoundTripFunc = httpcore.RoundTripFunc
 
 // Client talks to the Vercel Sandbox API. It is safe for concurrent use;
-// create one and share it.
+// create one with NewClient and share it. The zero Client is not usable.
 type Client struct {
 	core       *httpcore.Client
 	autoResume bool
 	onResume   func(ResumeEvent)
 	reattach   ReattachPolicy
+	upload     uploadConfig
 }
 
 // ResumeEvent reports that a stopped sandbox was resumed.
@@ -121,9 +138,11 @@ type config struct {
 	ua         string
 	middleware []Middleware
 	timeout    time.Duration
+	maxAnswer  int64
 	autoResume bool
 	onResume   func(ResumeEvent)
 	reattach   ReattachPolicy
+	upload     uploadConfig
 	errs       []error
 }
 
@@ -141,10 +160,15 @@ func WithCredentials(p auth.Provider) Option {
 	}
 }
 
-// WithToken uses a fixed access token for the given team and project.
+// WithToken uses a fixed access token for the given team and project. All
+// three are required: NewClient refuses an empty one with an *InputError.
 func WithToken(token, teamID, projectID string) Option {
 	return func(c *config) {
-		c.provider = auth.Static(token, teamID, projectID)
+		p := auth.Static(token, teamID, projectID)
+		if _, err := p.Credentials(context.Background()); err != nil {
+			c.errs = append(c.errs, apierr.Invalid("WithToken", "%v", err))
+		}
+		c.provider = p
 	}
 }
 
@@ -173,7 +197,10 @@ func WithTransport(rt http.RoundTripper) Option {
 }
 
 // WithBaseURL sets the API base URL (default https://vercel.com/api).
-// Plain http is accepted only for loopback addresses.
+// Plain http is accepted only to a literal loopback address (127.0.0.0/8,
+// ::1) or the name localhost, which is dialled at 127.0.0.1 or ::1 and
+// never looked up (so it needs an *http.Transport, or none); anything
+// else, *.localhost included, gives an *InsecureURLError.
 func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
 
 // WithTeam overrides the team the credentials name.
@@ -184,8 +211,21 @@ func WithProject(projectID string) Option { return func(c *config) { c.project =
 
 // WithRetryPolicy configures retries. The default makes at most 3 attempts
 // with a 400 ms jittered exponential backoff, and waits for Retry-After up
-// to 20 s.
-func WithRetryPolicy(p RetryPolicy) Option { return func(c *config) { c.retry = p } }
+// to 20 s. A negative MaxRetries disables retries; a negative duration is
+// an *InputError naming the field.
+func WithRetryPolicy(p RetryPolicy) Option {
+	return func(c *config) {
+		for _, d := range []struct {
+			name string
+			d    time.Duration
+		}{{"BaseDelay", p.BaseDelay}, {"MaxDelay", p.MaxDelay}, {"MaxRetryAfter", p.MaxRetryAfter}} {
+			if d.d < 0 {
+				c.errs = append(c.errs, apierr.Invalid("WithRetryPolicy."+d.name, "negative duration %v", d.d))
+			}
+		}
+		c.retry = p
+	}
+}
 
 // WithLogger sets the logger for retries, resumes and request summaries
 // (debug level). The default discards. Tokens are never logged.
@@ -194,9 +234,32 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // WithUserAgent appends s to the user agent.
 func WithUserAgent(s string) Option { return func(c *config) { c.ua = s } }
 
-// WithMiddleware adds middleware; the first given is the outermost.
+// WithMiddleware adds middleware; the first given is the outermost. A nil
+// Middleware is an *InputError.
 func WithMiddleware(m ...Middleware) Option {
-	return func(c *config) { c.middleware = append(c.middleware, m...) }
+	return func(c *config) {
+		for i, mw := range m {
+			if mw == nil {
+				c.errs = append(c.errs, apierr.Invalid(fmt.Sprintf("WithMiddleware[%d]", i), "nil middleware"))
+			}
+		}
+		c.middleware = append(c.middleware, m...)
+	}
+}
+
+// WithMaxResponseSize bounds, in bytes, an answer that is read whole (the
+// JSON answer of every call, after decompression); a longer one gives a
+// *ResponseTooLargeError naming the call and the limit, and costs at most
+// about the limit in memory. The default is 8 MiB, far above any answer of
+// the API. Streams (command output and logs, file downloads) are not
+// bounded by it; error answers are read up to 64 KiB.
+func WithMaxResponseSize(n int64) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.errs = append(c.errs, apierr.Invalid("WithMaxResponseSize", "must be positive, got %d", n))
+		}
+		c.maxAnswer = n
+	}
 }
 
 // WithRequestTimeout bounds each attempt of a non-streaming request.
@@ -231,7 +294,9 @@ func WithReattachPolicy(p ReattachPolicy) Option { return func(c *config) { c.re
 func NewClient(opts ...Option) (*Client, error) {
 	cfg := config{baseURL: DefaultBaseURL, autoResume: true}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&cfg)
+		}
 	}
 	if len(cfg.errs) > 0 {
 		return nil, cfg.errs[0]
@@ -255,12 +320,12 @@ func NewClient(opts ...Option) (*Client, error) {
 	core, err := httpcore.New(httpcore.Config{
 		BaseURL: cfg.baseURL, Provider: cfg.provider, Transport: rt, TeamID: cfg.team,
 		ProjectID: cfg.project, Retry: cfg.retry, Logger: cfg.logger, UserAgent: cfg.ua,
-		Middleware: cfg.middleware, RequestTimeout: timeout,
+		Middleware: cfg.middleware, RequestTimeout: timeout, MaxResponseSize: cfg.maxAnswer,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Client{core: core, autoResume: cfg.autoResume, onResume: cfg.onResume, reattach: cfg.reattach}, nil
+	return &Client{core: core, autoResume: cfg.autoResume, onResume: cfg.onResume, reattach: cfg.reattach, upload: cfg.upload}, nil
 }
 
 // project returns the project the calls act for.

@@ -325,6 +325,9 @@ func (o fileOps) mkdirTemp(ctx context.Context, dir, pattern string) (string, er
 	if dir == "" {
 		dir = "/tmp"
 	}
+	if err := checkPath("dir", dir); err != nil {
+		return "", err
+	}
 	if strings.Contains(pattern, "/") || strings.IndexByte(pattern, 0) >= 0 {
 		return "", apierr.Invalid("pattern", "contains a path separator or a NUL byte")
 	}
@@ -337,7 +340,7 @@ func (o fileOps) mkdirTemp(ctx context.Context, dir, pattern string) (string, er
 }
 
 func (o fileOps) appendFile(ctx context.Context, p string, data []byte) error {
-	if err := checkPath("path", p); err != nil {
+	if err := checkFilePath("path", p); err != nil {
 		return err
 	}
 	old, err := o.read(ctx, p)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
-	"github.com/sbx-go/vercel-sandbox/internal/bodypipe"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
@@ -23,12 +22,14 @@ import (
 // archive is produced while it is sent, so memory stays bounded whatever
 // the size. Relative paths are relative to the session's cwd; parent
 // directories are created. Options set the compression level (default
-// gzip.BestSpeed) and a progress callback.
+// gzip.BestSpeed) and a progress callback. The upload is sent chunked,
+// or with a Content-Length on a client made WithSizedUploads; a 411 or 400
+// answer to a chunked upload is a *ChunkedUploadError.
 //
 // When every entry can be reopened (bytes, local files, fs.FS trees) a
 // failed upload is retried and, after a 410, replayed on the resumed
 // session. An upload with an entry read from a plain io.Reader is sent
-// exactly once.
+// exactly once (a sized upload spooled to a file is retried from it).
 func (s *Sandbox) WriteFiles(ctx context.Context, entries []files.Entry, opts ...files.Option) error {
 	if len(entries) == 0 {
 		return nil
@@ -40,6 +41,8 @@ func (s *Sandbox) WriteFiles(ctx context.Context, entries []files.Entry, opts ..
 	for _, e := range entries {
 		replayable = replayable && e.Replayable()
 	}
+	body := &uploadBody{conf: s.c.upload, entries: entries, opts: opts}
+	defer body.close()
 	upload := func(sid string) error {
 		cwd := s.Cwd()
 		if !strings.HasPrefix(cwd, "/") {
@@ -50,20 +53,11 @@ func (s *Sandbox) WriteFiles(ctx context.Context, entries []files.Entry, opts ..
 		}
 		call := &httpcore.Call{Method: "POST", Path: sessionPath(sid) + "/fs/write", ContentType: wire.ContentGzip,
 			Header: map[string][]string{"X-Cwd": {"/"}}, Op: "write files", SandboxName: s.name, SessionID: sid, Stream: true}
-		// The archive is written while it is sent.
-		body := func() io.ReadCloser {
-			return bodypipe.New(ctx, func(ctx context.Context, w io.Writer) error {
-				return files.WriteTarGz(ctx, w, cwd, entries, opts...)
-			})
+		// The archive is written while it is sent (or spooled first).
+		if err := body.set(ctx, call, cwd, replayable); err != nil {
+			return err
 		}
-		if replayable {
-			call.Body = func() (io.ReadCloser, error) { return body(), nil }
-		} else {
-			b := body()
-			defer b.Close()
-			call.OneShot = b
-		}
-		return s.c.core.JSON(ctx, call, nil)
+		return body.explain(s.c.core.JSON(ctx, call, nil))
 	}
 	if replayable {
 		return s.withSession(ctx, upload)
@@ -80,9 +74,24 @@ func (s *Sandbox) WriteFiles(ctx context.Context, entries []files.Entry, opts ..
 	return upload(sid)
 }
 
-// WriteFile uploads one file with mode 0644.
+// WriteFile uploads one file with mode 0644. A path that names a
+// directory ("a/", "a/.") is refused.
 func (s *Sandbox) WriteFile(ctx context.Context, path string, data []byte) error {
+	if err := checkFilePath("path", path); err != nil {
+		return err
+	}
 	return s.WriteFiles(ctx, []files.Entry{files.FromBytes(path, data)})
+}
+
+// checkFilePath refuses, as an *InputError for field, a path that no file
+// can have: the rules of files.Validate.
+func checkFilePath(field, p string) error {
+	err := files.Validate("/", []files.Entry{files.FromBytes(p, nil)})
+	var ie *InputError
+	if errors.As(err, &ie) {
+		return apierr.Invalid(field, "%s", ie.Reason)
+	}
+	return err
 }
 
 // ReadOption refines ReadFile, ReadFileBytes and DownloadFile.
@@ -121,8 +130,11 @@ func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOption)
 			opt(&o)
 		}
 	}
-	if path == "" || strings.IndexByte(path, 0) >= 0 {
-		return nil, apierr.Invalid("path", "empty or contains a NUL byte")
+	if err := checkPath("path", path); err != nil {
+		return nil, err
+	}
+	if strings.IndexByte(o.cwd, 0) >= 0 {
+		return nil, apierr.Invalid("cwd", "ReadCwd contains a NUL byte")
 	}
 	var body io.ReadCloser
 	err := s.withSession(ctx, func(sid string) error {

@@ -24,7 +24,8 @@ type healthConfig struct {
 // HealthTimeout bounds the whole probe instead of DefaultHealthTimeout.
 func HealthTimeout(d time.Duration) HealthOption { return func(c *healthConfig) { c.timeout = d } }
 
-// HealthCommand makes the probe run cmd instead of "true".
+// HealthCommand makes the probe run cmd instead of "true"; nil keeps
+// "true".
 func HealthCommand(cmd *command.Cmd) HealthOption { return func(c *healthConfig) { c.cmd = cmd } }
 
 // HealthState is the verdict of a probe.

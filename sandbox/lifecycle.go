@@ -150,21 +150,15 @@ func (c *Client) List(ctx context.Context, p ListParams) iter.Seq2[Info, error] 
 		if p.Status != "" {
 			q.Set("status", string(p.Status))
 		}
-		for {
-			var page wire.ListSandboxesResponse
-			if err := c.core.JSON(ctx, &httpcore.Call{Method: "GET", Path: "/v2/sandboxes", Query: q, Op: "list sandboxes"}, &page); err != nil {
+		call := &httpcore.Call{Method: "GET", Path: "/v2/sandboxes", Query: q, Op: "list sandboxes"}
+		for w, err := range pages(ctx, c, call, func(r *wire.ListSandboxesResponse) ([]wire.Sandbox, *string) { return r.Sandboxes, r.Pagination.Next }) {
+			if err != nil {
 				yield(Info{}, err)
 				return
 			}
-			for i := range page.Sandboxes {
-				if !yield(infoFromWire(&page.Sandboxes[i]), nil) {
-					return
-				}
-			}
-			if page.Pagination.Next == nil || *page.Pagination.Next == "" {
+			if !yield(infoFromWire(&w), nil) {
 				return
 			}
-			q.Set("cursor", *page.Pagination.Next)
 		}
 	}
 }
@@ -323,11 +317,14 @@ func listPages[R any, T any](ctx context.Context, c *Client, p PageParams, path,
 }
 
 // pages sends call once per page, following pagination.next as the cursor
-// query parameter, and yields the items of each page.
+// query parameter, and yields the items of each page. A cursor the server
+// sent before ends the listing with a *RepeatedCursorError instead of
+// another request: following it would loop for as long as the server likes.
 func pages[R any, T any](ctx context.Context, c *Client, call *httpcore.Call, items func(*R) ([]T, *string)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
-		for {
+		seen := map[string]bool{}
+		for n := 1; ; n++ {
 			var page R
 			if err := c.core.JSON(ctx, call, &page); err != nil {
 				yield(zero, err)
@@ -342,6 +339,11 @@ func pages[R any, T any](ctx context.Context, c *Client, call *httpcore.Call, it
 			if next == nil || *next == "" {
 				return
 			}
+			if seen[*next] {
+				yield(zero, &RepeatedCursorError{Op: call.Op, Cursor: *next, Pages: n})
+				return
+			}
+			seen[*next] = true
 			call.Query.Set("cursor", *next)
 		}
 	}

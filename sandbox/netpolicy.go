@@ -99,13 +99,13 @@ func (p *NetworkPolicy) Validate() error {
 		return apierr.Invalid("NetworkPolicy.Mode", "must be \"allow-all\", \"deny-all\" or empty, got %q", p.Mode)
 	}
 	for i, d := range p.Allow {
-		if strings.TrimSpace(d) == "" {
-			return apierr.Invalid(fmt.Sprintf("NetworkPolicy.Allow[%d]", i), "empty domain")
+		if reason := badDomain(d); reason != "" {
+			return apierr.Invalid(fmt.Sprintf("NetworkPolicy.Allow[%d]", i), "%s", reason)
 		}
 	}
 	for d, rules := range p.AllowRules {
-		if strings.TrimSpace(d) == "" {
-			return apierr.Invalid("NetworkPolicy.AllowRules", "empty domain")
+		if reason := badDomain(d); reason != "" {
+			return apierr.Invalid("NetworkPolicy.AllowRules", "%s", reason)
 		}
 		for i, r := range rules {
 			if err := r.validate(fmt.Sprintf("NetworkPolicy.AllowRules[%q][%d]", d, i)); err != nil {
@@ -256,4 +256,15 @@ func (m *StringMatcher) toWire() *wire.StringMatcher {
 	default:
 		return &wire.StringMatcher{Regex: m.Regex}
 	}
+}
+
+// badDomain says why d cannot be a domain pattern, or "".
+func badDomain(d string) string {
+	switch {
+	case strings.TrimSpace(d) == "":
+		return "empty domain"
+	case strings.ContainsFunc(d, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return fmt.Sprintf("domain %q contains white space or a control character", d)
+	}
+	return ""
 }

@@ -446,6 +446,11 @@ func (p *PageParams) validate() error {
 	if p.PageSize < 0 || p.PageSize > 50 {
 		return apierr.Invalid("PageSize", "must be 1–50, got %d", p.PageSize)
 	}
+	if p.SandboxName != "" {
+		if err := ValidateName(p.SandboxName); err != nil {
+			return apierr.Invalid("SandboxName", "%s", strings.TrimPrefix(err.Error(), "vercel sandbox: invalid Name: "))
+		}
+	}
 	return nil
 }
 

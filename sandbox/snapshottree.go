@@ -63,7 +63,8 @@ func (c *Client) SnapshotTree(ctx context.Context, snapshotID string, p Snapshot
 		q.Set("sortOrder", "asc")
 	}
 	var tree SnapshotTree
-	for id, first := snapshotID, true; ; first = false {
+	seen := map[string]bool{snapshotID: true}
+	for id, first, n := snapshotID, true, 1; ; first, n = false, n+1 {
 		q.Set("snapshotId", id)
 		var page wire.SnapshotTreeResponse
 		if err := c.core.JSON(ctx, &httpcore.Call{Method: "GET", Path: "/v2/sandboxes/snapshots/tree", Query: q,
@@ -86,6 +87,11 @@ func (c *Client) SnapshotTree(ctx context.Context, snapshotID string, p Snapshot
 		if next == nil || *next == "" || *next == id || len(page.Snapshots) == 0 {
 			return tree, nil
 		}
+		if seen[*next] {
+			// A lineage that comes back to a snapshot would loop.
+			return SnapshotTree{}, &RepeatedCursorError{Op: "get snapshot tree", Cursor: *next, Pages: n}
+		}
+		seen[*next] = true
 		id = *next
 	}
 }

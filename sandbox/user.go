@@ -143,6 +143,9 @@ func (u *User) WriteFiles(ctx context.Context, entries []files.Entry, opts ...fi
 	if len(entries) == 0 {
 		return nil
 	}
+	if err := files.Validate(u.home, entries, opts...); err != nil {
+		return err
+	}
 	abs := make([]files.Entry, len(entries))
 	paths := make([]string, len(entries))
 	for i, e := range entries {
@@ -171,6 +174,9 @@ func (u *User) WriteFiles(ctx context.Context, entries []files.Entry, opts ...fi
 
 // WriteFile uploads one file with mode 0644 as the user.
 func (u *User) WriteFile(ctx context.Context, path string, data []byte) error {
+	if err := checkFilePath("path", path); err != nil {
+		return err
+	}
 	return u.WriteFiles(ctx, []files.Entry{files.FromBytes(path, data)})
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
 // execFunc runs a program and returns what it wrote to standard output.
@@ -45,11 +46,8 @@ func (r *CLIExecRefresher) Refresh(ctx context.Context, projectID, teamID string
 }
 
 func (r *CLIExecRefresher) run(ctx context.Context, project, team string) (string, error) {
-	if !validID(project) {
-		return "", fmt.Errorf("%w: project %q", ErrInvalidID, project)
-	}
-	if team != "" && !validID(team) {
-		return "", fmt.Errorf("%w: team %q", ErrInvalidID, team)
+	if err := checkIDs(project, team); err != nil {
+		return "", err
 	}
 	args := []string{"project", "token", project, "--format=json"}
 	if team != "" {
@@ -103,7 +101,8 @@ func (r *CLIExecRefresher) command() string {
 }
 
 // runCommand is the default execFunc. Standard error is reported in the
-// error, shortened; standard output (which holds the token) never is.
+// error, shortened and with token shapes hidden; standard output (which
+// holds the token) never is.
 func runCommand(ctx context.Context, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	var stdout, stderr bytes.Buffer
@@ -112,7 +111,7 @@ func runCommand(ctx context.Context, name string, args ...string) ([]byte, error
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return nil, fmt.Errorf("%w: %s", err, msg)
+			return nil, fmt.Errorf("%w: %s", err, redact.NewSet().String(msg))
 		}
 		return nil, err
 	}

@@ -12,7 +12,8 @@ var (
 	// (auth.json has no token, or it has expired).
 	ErrCLILoginRequired = errors.New("no usable Vercel CLI login: run `vercel login`")
 
-	// ErrInvalidID is returned when a project or team ID would be unsafe to
-	// pass to the vercel command line tool.
+	// ErrInvalidID is returned, before any request or command, when a
+	// project or team ID does not match ^[A-Za-z0-9][A-Za-z0-9._-]*$: it
+	// would be unsafe in a command line, a cache file name or a URL path.
 	ErrInvalidID = errors.New("invalid project or team ID")
 )

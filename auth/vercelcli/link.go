@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 
@@ -74,7 +75,8 @@ func readProjectLink(sys host.System) (projectLink, error) {
 
 // resolveTarget decides which project and team to mint a token for:
 // explicit values first, then the ones passed by the provider (from the
-// current token's claims), then .vercel/project.json.
+// current token's claims), then .vercel/project.json. Whatever their
+// origin, ids that validID rejects are refused with ErrInvalidID.
 func resolveTarget(sys host.System, explicitProject, explicitTeam, project, team string) (string, string, error) {
 	project = cmp.Or(explicitProject, project)
 	team = cmp.Or(explicitTeam, team)
@@ -92,7 +94,21 @@ func resolveTarget(sys host.System, explicitProject, explicitTeam, project, team
 			Sentinel: ErrProjectNotLinked,
 		}
 	}
+	if err := checkIDs(project, team); err != nil {
+		return "", "", err
+	}
 	return project, team, nil
+}
+
+// checkIDs refuses a project or team (when set) that validID rejects.
+func checkIDs(project, team string) error {
+	if !validID(project) {
+		return fmt.Errorf("%w: project %q", ErrInvalidID, project)
+	}
+	if team != "" && !validID(team) {
+		return fmt.Errorf("%w: team %q", ErrInvalidID, team)
+	}
+	return nil
 }
 
 // validID reports whether id matches ^[A-Za-z0-9][A-Za-z0-9._-]*$, so that

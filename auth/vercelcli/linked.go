@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/auth/internal/errmsg"
 	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
 // DefaultAPIBaseURL is the base URL of the Vercel REST API, where OIDC tokens
@@ -32,6 +32,8 @@ const DefaultAPIBaseURL = "https://api.vercel.com"
 // the IDs passed to Refresh (the current token's claims), and
 // .vercel/project.json (projectId, orgId) of the first directory at or above
 // the working directory that contains a .vercel entry.
+// Whatever their origin, they must match ^[A-Za-z0-9][A-Za-z0-9._-]*$ (else
+// ErrInvalidID, before any file is read or request sent).
 //
 // A token cached in <user data dir>/com.vercel.token/<project>.json that is
 // valid for at least Buffer more is used as is. Otherwise the Vercel CLI's
@@ -58,8 +60,8 @@ const DefaultAPIBaseURL = "https://api.vercel.com"
 type LinkedProjectRefresher struct {
 	ProjectID  string            // explicit project ID or name; overrides the rest
 	TeamID     string            // explicit team ID or slug; overrides the rest
-	APIBaseURL string            // default DefaultAPIBaseURL
-	HTTPClient *http.Client      // default http.DefaultClient
+	APIBaseURL string            // default DefaultAPIBaseURL; plain http only to 127.0.0.0/8, ::1 or localhost
+	HTTPClient *http.Client      // default http.DefaultClient; redirects are never followed
 	Buffer     time.Duration     // validity required of cached and CLI tokens; 0: auth.DefaultRefreshBuffer, negative: none
 	CLI        *CLIExecRefresher // used for keyring and DPoP logins; nil: the default one
 
@@ -67,6 +69,11 @@ type LinkedProjectRefresher struct {
 	// token, which rewrites the CLI's auth.json. Off by default.
 	RenewCLILogin bool
 	IssuerURL     string // OAuth issuer for RenewCLILogin; default DefaultIssuerURL
+
+	// MaxResponseSize bounds, in bytes, an answer of the mint, discovery
+	// and token endpoints; a longer one fails the refresh with an error
+	// matching sandbox.ErrResponseTooLarge. 0: DefaultMaxResponseSize.
+	MaxResponseSize int64
 
 	sys host.System // environment, files, working directory, clock; zero: the real ones
 
@@ -228,11 +235,16 @@ func (r *LinkedProjectRefresher) obtain(ctx context.Context, project, team strin
 	if err != nil {
 		return "", err
 	}
-	return r.mint(ctx, project, team, userToken)
+	// What the CLI keeps is secret too: a server may echo any of it.
+	return r.mint(ctx, project, team, userToken, redact.NewSet(userToken, a.Token, a.RefreshToken))
 }
 
-// mint asks the API for a new project OIDC token.
-func (r *LinkedProjectRefresher) mint(ctx context.Context, project, team, userToken string) (string, error) {
+// mint asks the API for a new project OIDC token. hide finds the secrets
+// to keep out of its errors.
+func (r *LinkedProjectRefresher) mint(ctx context.Context, project, team, userToken string, hide *redact.Set) (string, error) {
+	fail := func(err error) (string, error) {
+		return "", &errmsg.Error{Msg: "Failed to refresh OIDC token", Cause: redact.Error(err, hide)}
+	}
 	base := strings.TrimRight(cmp.Or(r.APIBaseURL, DefaultAPIBaseURL), "/")
 	q := url.Values{"source": {"vercel-oidc-refresh"}}
 	if team != "" {
@@ -241,25 +253,16 @@ func (r *LinkedProjectRefresher) mint(ctx context.Context, project, team, userTo
 	u := base + "/v1/projects/" + url.PathEscape(project) + "/token?" + q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
-		return "", &errmsg.Error{Msg: "Failed to refresh OIDC token", Cause: err}
+		return fail(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+userToken)
 	req.Header.Set("Accept", "application/json")
-	client := r.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	body, resp, err := r.do(req, endpoint{"APIBaseURL", "mint OIDC token", "/v1/projects/{project}/token"})
 	if err != nil {
-		return "", &errmsg.Error{Msg: "Failed to refresh OIDC token", Cause: err}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return "", &errmsg.Error{Msg: "Failed to refresh OIDC token", Cause: err}
+		return fail(err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", mintStatusError(resp, body)
+		return "", mintStatusError(resp, body, hide)
 	}
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
@@ -276,7 +279,10 @@ func (r *LinkedProjectRefresher) mint(ctx context.Context, project, team, userTo
 	return tok, nil
 }
 
-func mintStatusError(resp *http.Response, body []byte) error {
+// mintStatusError describes a refused mint with the server's status line
+// and message, with the secrets hide finds (the user token the request
+// carried, any token shape) kept out.
+func mintStatusError(resp *http.Response, body []byte, hide *redact.Set) error {
 	status := resp.Status
 	if status == "" {
 		status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
@@ -290,5 +296,5 @@ func mintStatusError(resp *http.Response, body []byte) error {
 	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
 		msg += ": " + e.Error.Message
 	}
-	return &errmsg.Error{Msg: msg}
+	return &errmsg.Error{Msg: hide.String(msg)}
 }

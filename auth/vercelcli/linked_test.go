@@ -190,18 +190,35 @@ func TestLinkedProjectMint(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "source=vercel-oidc-refresh", f.lastRequest().RawQuery)
 	})
-	t.Run("escaped project", func(t *testing.T) {
+	t.Run("hostile ids are refused before any request", func(t *testing.T) {
 		t.Parallel()
-		f := newFixture(t)
-		f.link(f.cwd, `{"projectId":"my project/x","orgId":"team&x=1"}`)
-		f.writeCLIAuth(`{"token":"cli_token"}`)
-		f.srv.Respond(tokenResponse(minted))
-		_, err := f.linkedTier().Credentials(context.Background())
-		require.NoError(t, err)
-		r := f.lastRequest()
-		assert.Equal(t, "/v1/projects/my%20project%2Fx/token", r.Path)
-		assert.Equal(t, "source=vercel-oidc-refresh&teamId=team%26x%3D1", r.RawQuery)
+		for _, link := range []string{
+			`{"projectId":"my project/x","orgId":"team"}`,
+			`{"projectId":"../p","orgId":"team"}`,
+			`{"projectId":"prj","orgId":"team&x=1"}`,
+		} {
+			f := newFixture(t)
+			f.link(f.cwd, link)
+			f.writeCLIAuth(`{"token":"cli_token"}`)
+			f.srv.Respond(tokenResponse(minted))
+			_, err := f.linkedTier().Credentials(context.Background())
+			require.ErrorIs(t, err, ErrInvalidID, link)
+			assert.Zero(t, f.srv.Hits(), "a path or query could be rewritten: %s", link)
+		}
 	})
+}
+
+func TestLinkedProjectRefreshRefusesHostileIDs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.writeCLIAuth(`{"token":"cli_token"}`)
+	f.srv.Respond(tokenResponse(tok("team", "prj", t0.Add(12*time.Hour))))
+	r := f.refresher()
+	for _, ids := range [][2]string{{"../p", "team"}, {"p", "../t"}, {"-p", ""}, {"p/../../q", ""}} {
+		_, err := r.Refresh(context.Background(), ids[0], ids[1])
+		require.ErrorIs(t, err, ErrInvalidID, "%q", ids)
+	}
+	assert.Zero(t, f.srv.Hits())
 }
 
 func TestLinked(t *testing.T) {

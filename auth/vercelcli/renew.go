@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,6 +12,9 @@ import (
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/auth/internal/errmsg"
+	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/loopback"
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
 // DefaultIssuerURL is where the OAuth discovery document of Vercel is
@@ -25,10 +27,11 @@ const cliClientID = "cl_HYyOPBNtFMfHhaUn9L4QPfTZz6TP47bp"
 // renewCLILogin exchanges the CLI's refresh token for a new access token and
 // saves both into auth.json. On any failure auth.json is left as it was.
 func (r *LinkedProjectRefresher) renewCLILogin(ctx context.Context, a cliAuth, path string, now time.Time) (string, error) {
+	hide := redact.NewSet(a.RefreshToken, a.Token)
 	fail := func(err error) (string, error) {
-		return "", &errmsg.Error{Msg: "Failed to refresh authentication token", Sentinel: ErrCLILoginRequired, Cause: err}
+		return "", &errmsg.Error{Msg: "Failed to refresh authentication token", Sentinel: ErrCLILoginRequired, Cause: redact.Error(err, hide)}
 	}
-	endpoint, err := r.tokenEndpoint(ctx)
+	tokenURL, err := r.tokenEndpoint(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -37,17 +40,17 @@ func (r *LinkedProjectRefresher) renewCLILogin(ctx context.Context, a cliAuth, p
 		"grant_type":    {"refresh_token"},
 		"refresh_token": {a.RefreshToken},
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
 		return fail(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	body, status, err := r.do(req)
+	body, resp, err := r.do(req, endpoint{"token_endpoint", "renew CLI login", "token_endpoint"})
 	if err != nil {
 		return fail(err)
 	}
-	if status < 200 || status > 299 {
+	if status := resp.StatusCode; status < 200 || status > 299 {
 		var oe struct {
 			Error string `json:"error"`
 		}
@@ -86,11 +89,11 @@ func (r *LinkedProjectRefresher) tokenEndpoint(ctx context.Context) (string, err
 		return "", err
 	}
 	req.Header.Set("Accept", "application/json")
-	body, status, err := r.do(req)
+	body, resp, err := r.do(req, endpoint{"IssuerURL", "OAuth discovery", "/.well-known/openid-configuration"})
 	if err != nil {
 		return "", err
 	}
-	if status != http.StatusOK {
+	if status := resp.StatusCode; status != http.StatusOK {
 		return "", errors.New("OAuth discovery answered " + strconv.Itoa(status) + " " + http.StatusText(status))
 	}
 	var doc struct {
@@ -103,21 +106,51 @@ func (r *LinkedProjectRefresher) tokenEndpoint(ctx context.Context) (string, err
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return "", errors.New("OAuth discovery document has no usable token_endpoint")
 	}
+	if err := loopback.Check("token_endpoint", u); err != nil {
+		return "", err
+	}
 	return doc.TokenEndpoint, nil
 }
 
-func (r *LinkedProjectRefresher) do(req *http.Request) ([]byte, int, error) {
-	client := r.HTTPClient
-	if client == nil {
-		client = http.DefaultClient
+// DefaultMaxResponseSize is the default of
+// LinkedProjectRefresher.MaxResponseSize: the answers it reads are a few
+// hundred bytes.
+const DefaultMaxResponseSize = 1 << 20
+
+// endpoint names what a request of the refresher is for, in its errors.
+type endpoint struct {
+	field string // the setting that gave its URL
+	op    string // what it does
+	path  string // its path template
+}
+
+// do sends req, which must go by https or to the local machine (see
+// internal/loopback), without following redirects, and reads its answer
+// whole, up to MaxResponseSize. resp's body is closed.
+func (r *LinkedProjectRefresher) do(req *http.Request, e endpoint) ([]byte, *http.Response, error) {
+	if err := loopback.Check(e.field, req.URL); err != nil {
+		return nil, nil, err
+	}
+	client := http.Client{Transport: http.DefaultTransport}
+	if r.HTTPClient != nil {
+		client = *r.HTTPClient
+	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if loopback.NeedsDialer(req.URL) {
+		t, err := loopback.Transport(e.field, req.URL, client.Transport)
+		if err != nil {
+			return nil, nil, err
+		}
+		t.DisableKeepAlives = true // a clone per request: keep no idle connection behind
+		client.Transport = t
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return body, resp.StatusCode, err
+	body, err := httpcore.ReadAnswer(resp, cmp.Or(r.MaxResponseSize, DefaultMaxResponseSize), e.op, e.path)
+	return body, resp, err
 }
 
 // saveCLILogin rewrites auth.json with the new login, keeping every other

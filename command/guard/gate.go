@@ -20,28 +20,34 @@ type Target interface {
 	Run(ctx context.Context, cmd *command.Cmd) (*command.Result, error)
 }
 
-// Option configures a Gate.
+// Option configures a Gate. A nil Option is ignored.
 type Option func(*Gate)
 
 // WithOutput copies the redacted output of every command to w as it
 // arrives, stdout and stderr merged line by line (a line longer than 4 KiB
 // is passed on in pieces). Writes are serialised across commands.
+// A nil w is an *InputError from NewGate.
 func WithOutput(w io.Writer) Option {
 	return func(r *Gate) {
-		if w != nil {
-			r.live = &lockedWriter{w: w}
+		if w == nil {
+			r.optErr = apierr.Invalid("WithOutput", "nil writer")
+			return
 		}
+		r.live = &lockedWriter{w: w}
 	}
 }
 
 // Gate runs commands in a sandbox under a Policy: it refuses what the
 // policy denies before anything is sent, redacts output as it streams, and
-// records a bounded Transcript. It is safe for concurrent use.
+// records a bounded Transcript. It is safe for concurrent use. Create one
+// with NewGate: Run and Check refuse a zero or nil Gate.
 type Gate struct {
 	ex   Target
 	c    *compiled
 	red  *Redactor
 	live io.Writer
+
+	optErr error // an option NewGate refuses
 
 	mu     sync.Mutex
 	t      Transcript
@@ -75,13 +81,23 @@ func NewGate(ex Target, p Policy, opts ...Option) (*Gate, error) {
 	r.budget = max(r.budget, 0)
 	r.t.Workspace = c.workspace
 	for _, o := range opts {
-		o(r)
+		if o != nil {
+			o(r)
+		}
+	}
+	if r.optErr != nil {
+		return nil, r.optErr
 	}
 	return r, nil
 }
 
 // Workspace returns the directory commands are confined to.
-func (r *Gate) Workspace() string { return r.c.workspace }
+func (r *Gate) Workspace() string {
+	if r.made() != nil {
+		return ""
+	}
+	return r.c.workspace
+}
 
 // Redactor returns the redactor the runner applies, to redact other logs
 // with the same secrets.
@@ -90,8 +106,19 @@ func (r *Gate) Redactor() *Redactor { return r.red }
 // Check reports whether cmd may run, as Run would decide, without running
 // or recording it.
 func (r *Gate) Check(cmd *command.Cmd) error {
+	if err := r.made(); err != nil {
+		return err
+	}
 	_, err := r.c.check(cmd, r.red)
 	return err
+}
+
+// made refuses a nil or zero Gate, which has no compiled policy.
+func (r *Gate) made() error {
+	if r == nil || r.c == nil {
+		return apierr.Invalid("Gate", "not made by NewGate")
+	}
+	return nil
 }
 
 // Transcript returns a copy of the transcript so far.
@@ -114,6 +141,9 @@ func (r *Gate) Transcript() Transcript {
 // output. Other errors have their message redacted and unwrap to the
 // original. Every call is recorded in the transcript.
 func (r *Gate) Run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
+	if err := r.made(); err != nil {
+		return nil, err
+	}
 	entry := Record{StartedAt: time.Now()}
 	if cmd != nil {
 		entry.Argv = r.argv(cmd)

@@ -352,6 +352,34 @@ func TestNewRunnerRejects(t *testing.T) {
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 	_, err = guard.NewGate(failingExecutor{}, guard.Policy{Workspace: "rel"})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
+	_, err = guard.NewGate(failingExecutor{}, guard.Policy{}, guard.WithOutput(nil))
+	assert.ErrorIs(t, err, apierr.ErrInvalidInput, "a nil output would be dropped silently")
+	_, err = guard.NewGate(failingExecutor{}, guard.Policy{}, nil)
+	assert.NoError(t, err, "a nil option is ignored")
+}
+
+// A transcript read back from JSON keeps its durations; bad text is
+// refused without changing the value.
+func TestDurationText(t *testing.T) {
+	t.Parallel()
+	d := guard.Duration(time.Second)
+	var ie *sandbox.InputError
+	require.ErrorAs(t, d.UnmarshalText([]byte("1 fortnight")), &ie)
+	assert.Equal(t, "Duration", ie.Field)
+	assert.Equal(t, guard.Duration(time.Second), d, "unchanged by bad text")
+	require.NoError(t, d.UnmarshalText([]byte("1m30s")))
+	assert.Equal(t, guard.Duration(90*time.Second), d)
+}
+
+// A Gate not made by NewGate refuses to run, instead of panicking.
+func TestZeroGateRefuses(t *testing.T) {
+	t.Parallel()
+	for _, g := range []*guard.Gate{nil, {}} {
+		_, err := g.Run(t.Context(), &command.Cmd{Name: "ls"})
+		assert.ErrorIs(t, err, apierr.ErrInvalidInput)
+		assert.ErrorIs(t, g.Check(&command.Cmd{Name: "ls"}), apierr.ErrInvalidInput)
+		assert.Empty(t, g.Workspace())
+	}
 }
 
 // A runner's Check agrees with Run and records nothing.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
 // Transcript records every command a Gate was asked to run: the ones it
@@ -54,11 +56,15 @@ type Duration time.Duration
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
-// UnmarshalText implements encoding.TextUnmarshaler.
+// UnmarshalText implements encoding.TextUnmarshaler. Text that
+// time.ParseDuration refuses is an *InputError, and leaves d unchanged.
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return apierr.Invalid("Duration", "%v", err)
+	}
 	*d = Duration(v)
-	return err
+	return nil
 }
 
 // String returns the duration as text.
@@ -70,8 +76,12 @@ func TruncationMarker(omitted int64) string {
 	return fmt.Sprintf("\n[… output truncated: %d bytes omitted …]\n", omitted)
 }
 
-// WriteTo writes the transcript as text, one block per command.
+// WriteTo writes the transcript as text, one block per command. A nil w
+// is an *InputError.
 func (t Transcript) WriteTo(w io.Writer) (int64, error) {
+	if w == nil {
+		return 0, apierr.Invalid("w", "nil writer")
+	}
 	var sb strings.Builder
 	for _, e := range t.Entries {
 		fmt.Fprintf(&sb, "$ %s\n", strings.Join(quoteArgs(e.Argv), " "))

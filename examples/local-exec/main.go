@@ -225,6 +225,7 @@ func Execute(ctx context.Context, o Options, log io.Writer) (*Result, error) {
 func newExecutor(memory int64, js bool) (local.Executor, string) {
 	exe, mode := isolated.Best(isolated.Memory(memory))
 	if iso, ok := exe.(*isolated.Executor); ok && js && !iso.CgroupMemory() {
+		_ = iso.Close()
 		exe, mode = isolated.Best(isolated.Memory(memory + 8<<30))
 	}
 	return exe, mode

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/auth"
+	"github.com/sbx-go/vercel-sandbox/internal/loopback"
 )
 
 var errInsecure = errors.New("vercel sandbox: refusing to send credentials over plain http to a non-loopback host")
@@ -44,7 +45,7 @@ type authTransport struct {
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "https" && !IsLoopback(req.URL.Hostname()) {
+	if loopback.Check("URL", req.URL) != nil {
 		closeBody(req)
 		return nil, errInsecure
 	}

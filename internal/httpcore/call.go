@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,6 +57,14 @@ type Call struct {
 	Answered func(http.Header)
 }
 
+// op names the call for errors: its Op, or its method and path.
+func (call *Call) op() string {
+	if call.Op != "" {
+		return call.Op
+	}
+	return call.Method + " " + call.Path
+}
+
 // Do sends the call and returns the 2xx response, whose body the caller
 // must close. A non-2xx answer becomes an *apierr.Error; an unsafe call that
 // may have reached the server becomes an *apierr.OutcomeUnknownError.
@@ -85,9 +94,13 @@ func (c *Client) JSON(ctx context.Context, call *Call, out any) error {
 	if call.Answered != nil {
 		call.Answered(resp.Header)
 	}
-	data, err := io.ReadAll(resp.Body)
+	data, err := ReadAnswer(resp, c.maxAnswer, call.Op, call.Path)
+	var tooLarge *apierr.ResponseTooLargeError
+	if errors.As(err, &tooLarge) {
+		return err
+	}
 	if err != nil {
-		return transportFailure(call, fmt.Errorf("reading response: %w", err))
+		return transportFailure(call, fmt.Errorf("reading response: %w", err), redact.NewSet(sent.list()...))
 	}
 	if out == nil {
 		return nil
@@ -96,8 +109,9 @@ func (c *Client) JSON(ctx context.Context, call *Call, out any) error {
 		data = []byte("{}")
 	}
 	if err := json.Unmarshal(data, out); err != nil {
+		hide := redact.NewSet(sent.list()...)
 		return &apierr.DecodeError{Method: call.Method, Path: call.Path, StatusCode: resp.StatusCode,
-			RequestID: resp.Header.Get("X-Vercel-Id"), Excerpt: excerpt(redact.NewSet(sent.list()...).Bytes(data)), Err: err}
+			RequestID: hide.String(resp.Header.Get("X-Vercel-Id")), Excerpt: excerpt(hide.Bytes(data)), Err: redact.Error(err, hide)}
 	}
 	return nil
 }
@@ -148,9 +162,12 @@ func (c *Client) do(ctx context.Context, call *Call, sent *sentTokens) (*http.Re
 		}
 		return nil, nil, err
 	}
-	c.log.LogAttrs(ctx, slog.LevelDebug, "vercel sandbox: request done",
-		slog.String("method", call.Method), slog.String("path", call.Path),
-		slog.Int("status", resp.StatusCode), slog.String("request_id", resp.Header.Get("X-Vercel-Id")))
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		// The request id is the server's text: it may echo a secret.
+		c.log.LogAttrs(ctx, slog.LevelDebug, "vercel sandbox: request done",
+			slog.String("method", call.Method), slog.String("path", call.Path), slog.Int("status", resp.StatusCode),
+			slog.String("request_id", redact.NewSet(sent.list()...).String(resp.Header.Get("X-Vercel-Id"))))
+	}
 	return resp, cancel, nil
 }
 
@@ -164,7 +181,7 @@ func (c *Client) sendOnce(ctx context.Context, call *Call, sent *sentTokens) (*h
 	c.prepare(req, call)
 	resp, err := c.httpClient(sent).Do(req)
 	if err != nil {
-		return nil, transportFailure(call, err)
+		return nil, transportFailure(call, err, redact.NewSet(sent.list()...))
 	}
 	return resp, nil
 }
@@ -189,7 +206,7 @@ func (c *Client) sendWithRetries(ctx context.Context, call *Call, sent *sentToke
 		return nil, 0, err
 	}
 	c.prepare(req.Request, call)
-	p := &retryPolicy{ctx: ctx, call: call, conf: c.retry, log: c.log}
+	p := &retryPolicy{ctx: ctx, call: call, conf: c.retry, log: c.log, sent: sent}
 	resp, err := p.client(c.httpClient(sent)).Do(req)
 	if err != nil {
 		if resp != nil {

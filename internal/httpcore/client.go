@@ -4,10 +4,10 @@
 package httpcore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/loopback"
 )
 
 // Version is the library version sent in the user agent.
@@ -43,7 +44,15 @@ type Config struct {
 	UserAgent      string       // suffix appended to the library's user agent
 	Middleware     []Middleware
 	RequestTimeout time.Duration // bounds a non-streaming call, retries and reading the answer included; 0: none
+	// MaxResponseSize bounds an answer read whole (after decompression);
+	// 0: DefaultMaxResponseSize. Streams are not bounded by it.
+	MaxResponseSize int64
 }
+
+// DefaultMaxResponseSize is the default bound of an answer read whole:
+// far above any answer of the API (a page of 50 sandboxes is tens of KiB),
+// far below what would hurt a process.
+const DefaultMaxResponseSize = 8 << 20
 
 // Client sends API calls. It is safe for concurrent use.
 type Client struct {
@@ -56,6 +65,7 @@ type Client struct {
 	log       *slog.Logger
 	ua        string
 	timeout   time.Duration
+	maxAnswer int64 // bytes of an answer read whole
 }
 
 // New validates cfg and returns a Client.
@@ -70,14 +80,17 @@ func New(cfg Config) (*Client, error) {
 	if u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return nil, apierr.Invalid("BaseURL", "must be an absolute http(s) URL, got scheme %q", u.Scheme)
 	}
-	if u.Scheme == "http" && !IsLoopback(u.Hostname()) {
-		return nil, apierr.Invalid("BaseURL", "plain http is only allowed to a loopback address; credentials would travel in clear text to %s", u.Host)
+	if err := loopback.Check("BaseURL", u); err != nil {
+		return nil, err
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, apierr.Invalid("BaseURL", "must not carry user info, a query or a fragment")
 	}
 	if cfg.Provider == nil {
 		return nil, apierr.Invalid("Credentials", "no credentials provider")
+	}
+	if cfg.MaxResponseSize < 0 {
+		return nil, apierr.Invalid("MaxResponseSize", "must not be negative")
 	}
 	if cfg.RequestTimeout < 0 {
 		return nil, apierr.Invalid("RequestTimeout", "must not be negative")
@@ -95,6 +108,13 @@ func New(cfg Config) (*Client, error) {
 		t.MaxIdleConnsPerHost = 100
 		base = t
 	}
+	if loopback.NeedsDialer(u) {
+		t, err := loopback.Transport("BaseURL", u, base)
+		if err != nil {
+			return nil, err
+		}
+		base = t
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -107,6 +127,7 @@ func New(cfg Config) (*Client, error) {
 		retry:     rp,
 		log:       log,
 		timeout:   cfg.RequestTimeout,
+		maxAnswer: cmp.Or(cfg.MaxResponseSize, DefaultMaxResponseSize),
 	}
 	c.ua = fmt.Sprintf("vercel-sandbox-go/%s (Go/%s; %s/%s)", Version, strings.TrimPrefix(runtime.Version(), "go"), runtime.GOOS, runtime.GOARCH)
 	if s := strings.TrimSpace(cfg.UserAgent); s != "" {
@@ -130,15 +151,6 @@ func (c *Client) httpClient(sent *sentTokens) *http.Client {
 		Transport:     &authTransport{c: c, next: c.transport, sent: sent},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-}
-
-// IsLoopback reports whether host names the local machine.
-func IsLoopback(host string) bool {
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
 }
 
 // Logger returns the client's logger.

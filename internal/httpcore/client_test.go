@@ -2,8 +2,10 @@ package httpcore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -233,6 +235,10 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"http to a remote host", Config{BaseURL: "http://api.vercel.com", Provider: p}, "BaseURL"},
 		{"http to a private address", Config{BaseURL: "http://10.0.0.1", Provider: p}, "BaseURL"},
 		{"http to a look-alike", Config{BaseURL: "http://localhost.evil.com", Provider: p}, "BaseURL"},
+		{"http to a .localhost name", Config{BaseURL: "http://api.localhost:3000", Provider: p}, "BaseURL"},
+		{"http localhost through an opaque transport", Config{BaseURL: "http://localhost:3000", Provider: p,
+			Transport: RoundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("unused") })}, "BaseURL"},
+		{"negative answer limit", Config{BaseURL: "https://vercel.com", Provider: p, MaxResponseSize: -1}, "MaxResponseSize"},
 		{"empty", Config{Provider: p}, "BaseURL"},
 		{"relative", Config{BaseURL: "/api", Provider: p}, "BaseURL"},
 		{"other scheme", Config{BaseURL: "ftp://vercel.com", Provider: p}, "BaseURL"},
@@ -255,20 +261,46 @@ func TestNewValidatesConfig(t *testing.T) {
 			}
 			assert.Nil(t, c)
 			var ie *apierr.InputError
-			require.ErrorAs(t, err, &ie)
-			assert.Equal(t, tt.field, ie.Field)
+			var ue *apierr.InsecureURLError
+			switch {
+			case errors.As(err, &ie):
+				assert.Equal(t, tt.field, ie.Field)
+			case errors.As(err, &ue):
+				assert.Equal(t, tt.field, ue.Field)
+			default:
+				t.Fatalf("want an *InputError or *InsecureURLError, got %T: %v", err, err)
+			}
 			assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 			noSecret(t, err)
 		})
 	}
 }
 
-func TestIsLoopback(t *testing.T) {
+// TestLocalhostIsDialledWithoutDNS calls a base URL named localhost
+// through a transport of the test's own: the request arrives, and its
+// dialer is only ever given literal addresses, so nothing looked the name
+// up (whoever answered could have received the token).
+func TestLocalhostIsDialledWithoutDNS(t *testing.T) {
 	t.Parallel()
-	for host, want := range map[string]bool{
-		"localhost": true, "api.localhost": true, "127.0.0.1": true, "127.1.2.3": true, "::1": true, "[::1]": true,
-		"localhost.example.com": false, "example.com": false, "10.0.0.1": false, "0.0.0.0": false, "": false, "::": false,
-	} {
-		assert.Equal(t, want, IsLoopback(host), host)
+	srv, hits := newServer(t, func(w http.ResponseWriter, _ *http.Request, _ int32) { _, _ = w.Write([]byte(`{}`)) })
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	var mu sync.Mutex
+	var dialled []string
+	d := &net.Dialer{}
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dialled = append(dialled, addr)
+		mu.Unlock()
+		return d.DialContext(ctx, network, addr)
+	}}
+	c := newClient(t, "http://localhost:"+port, func(c *Config) { c.Transport = tr })
+	require.NoError(t, c.JSON(t.Context(), &Call{Method: "GET", Path: "/x"}, nil))
+	assert.EqualValues(t, 1, hits.Load())
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, dialled)
+	for _, a := range dialled {
+		h, _, _ := net.SplitHostPort(a)
+		assert.NotNil(t, net.ParseIP(h), "the dialer was given a name to look up: %s", a)
 	}
 }

@@ -26,7 +26,7 @@ const maxErrorBody = 64 << 10
 func statusFailure(call *Call, resp *http.Response, attempts int, secrets []string) error {
 	apiErr := apiError(call, resp, attempts, secrets)
 	if call.Safety == Unsafe && resp.StatusCode >= 500 {
-		return outcomeUnknown(call, apiErr)
+		return outcomeUnknown(call, apiErr, nil)
 	}
 	return apiErr
 }
@@ -75,32 +75,31 @@ func excerpt(data []byte) string {
 }
 
 // outcomeUnknown says that the call may or may not have been acted on.
-func outcomeUnknown(call *Call, err error) error {
-	op := call.Op
-	if op == "" {
-		op = call.Method + " " + call.Path
-	}
-	return &apierr.OutcomeUnknownError{Op: op, Method: call.Method, Path: call.Path,
-		SandboxName: call.SandboxName, SessionID: call.SessionID, Err: unwrapURLError(err)}
+// hide finds the secrets to keep out of err's message.
+func outcomeUnknown(call *Call, err error, hide *redact.Set) error {
+	return &apierr.OutcomeUnknownError{Op: call.op(), Method: call.Method, Path: call.Path,
+		SandboxName: call.SandboxName, SessionID: call.SessionID, Err: transportError(err, hide)}
 }
 
 // transportFailure is the error of a call whose only attempt failed
 // without an answer.
-func transportFailure(call *Call, err error) error {
+func transportFailure(call *Call, err error, hide *redact.Set) error {
 	if call.Safety == Unsafe && mayHaveActed(nil, err) {
-		return outcomeUnknown(call, err)
+		return outcomeUnknown(call, err, hide)
 	}
-	return unwrapURLError(err)
+	return transportError(err, hide)
 }
 
-// unwrapURLError drops the *url.Error layer, whose message repeats the
-// full URL, and keeps the cause.
-func unwrapURLError(err error) error {
+// transportError drops the *url.Error layer of err, whose message repeats
+// the full URL, and keeps the cause, with the secrets hide finds kept out
+// of its message: a transport error can quote what the server sent
+// (net/http's "malformed HTTP response" does).
+func transportError(err error, hide *redact.Set) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return fmt.Errorf("vercel sandbox: %s %s: %w", ue.Op, redactURL(ue.URL), ue.Err)
+		err = fmt.Errorf("vercel sandbox: %s %s: %w", ue.Op, redactURL(ue.URL), ue.Err)
 	}
-	return err
+	return redact.Error(err, hide)
 }
 
 // redactURL drops the query and user info of a URL.

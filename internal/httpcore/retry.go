@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
 // RetryPolicy configures retries of failed requests.
@@ -89,6 +90,7 @@ type retryPolicy struct {
 	call *Call
 	conf RetryPolicy
 	log  *slog.Logger
+	sent *sentTokens // by the call's attempts, to be kept out of errors and logs
 
 	attempts   int           // made so far
 	status     int           // of the last attempt's answer, 0 without one
@@ -168,13 +170,16 @@ func (p *retryPolicy) shouldRetry(resp *http.Response, err error) (bool, time.Du
 func (p *retryPolicy) Backoff(min, max time.Duration, n int, _ *http.Response) time.Duration {
 	wait := p.retryAfter + Backoff(min, max, n)
 	announce(p.ctx, p.log, p.conf, RetryEvent{Method: p.call.Method, Path: p.call.Path,
-		Attempt: n + 2, StatusCode: p.status, Err: p.err, Wait: wait})
+		Attempt: n + 2, StatusCode: p.status, Err: redact.Error(p.err, redact.NewSet(p.sent.list()...)), Wait: wait})
 	return wait
 }
 
 // announce logs a retry about to happen and reports it to OnRetry: the
 // one place both Do's retries and a caller's own (Pause) are made visible.
+// ev.Err has the call's known secrets hidden already; token shapes are
+// hidden here too, so that no log line carries one.
 func announce(ctx context.Context, log *slog.Logger, conf RetryPolicy, ev RetryEvent) {
+	ev.Err = redact.Error(ev.Err, nil)
 	log.LogAttrs(ctx, slog.LevelWarn, "vercel sandbox: retrying request",
 		slog.String("method", ev.Method), slog.String("path", ev.Path),
 		slog.Int("attempt", ev.Attempt), slog.Int("status", ev.StatusCode),
@@ -229,10 +234,11 @@ func (p *retryPolicy) ErrorHandler(resp *http.Response, err error, _ int) (*http
 // nothing (or the call is idempotent), even if ctx ended during the
 // backoff that followed.
 func (p *retryPolicy) failure(err error) error {
+	hide := redact.NewSet(p.sent.list()...)
 	if p.unknown {
-		return outcomeUnknown(p.call, err)
+		return outcomeUnknown(p.call, err, hide)
 	}
-	return unwrapURLError(err)
+	return transportError(err, hide)
 }
 
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date.

@@ -13,24 +13,28 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 )
 
-// How a sandbox starts. bwrap (the outer process, our child) clones the
-// sandbox's init process into new namespaces and reports its pid on the
-// info descriptor. The init process builds the root filesystem, then
-// reads the seccomp filter to its end before it loads it and starts the
-// command; Start closes the pipe that carries it only once it has applied
-// the rlimits to the init process
-// (prlimit) and moves it into the control group: the command inherits
-// both, and never runs a single instruction without them. When the
-// command exits, the init process exits with its status and the kernel
-// kills every other process of the PID namespace.
+// How a sandbox starts. bwrap (the outer process, our child) is born in
+// the sandbox's control group (cgroup.Cgroup.StartIn; where it cannot be,
+// its init process is moved there below). It clones the sandbox's init
+// process into new namespaces and reports its pid on the info descriptor.
+// The init process builds the root filesystem, then reads the seccomp
+// filter to its end before it loads it and starts the command; Start
+// closes the pipe that carries it only once it has applied the rlimits to
+// the init process (prlimit): the command inherits them and its group, and
+// never runs a single instruction without them. When the command exits,
+// the init process exits with its status and the kernel kills every other
+// process of the PID namespace.
 
 // Engine starts sandboxes with one bwrap executable.
 type Engine struct {
 	path          string
 	disableUserns bool   // bwrap can forbid new user namespaces inside
 	users         *users // see EnableUsers; nil: one id
+	stage         *stage // the host's files of /etc
 }
 
 // NewEngine finds bwrap in the PATH. It fails, wrapping ErrUnavailable,
@@ -41,13 +45,19 @@ func NewEngine() (*Engine, error) {
 		return nil, fmt.Errorf("%w: bubblewrap (bwrap) is not installed: %w", ErrUnavailable, err)
 	}
 	help, _ := exec.Command(p, "--help").CombinedOutput()
-	return &Engine{path: p, disableUserns: strings.Contains(string(help), "--disable-userns")}, nil
+	return &Engine{path: p, disableUserns: strings.Contains(string(help), "--disable-userns"), stage: &stage{src: "/etc", every: stageCheck}}, nil
+}
+
+// Close removes what the engine keeps on the host (its copy of the host's
+// files of /etc); a later Start makes it again.
+func (e *Engine) Close() {
+	e.stage.close()
 }
 
 // Options are the host's side of a sandbox.
 type Options struct {
 	// Cgroup, when not nil, receives the sandbox's processes.
-	Cgroup *Cgroup
+	Cgroup *cgroup.Cgroup
 	// Stdout and Stderr receive the command's output (and bwrap's own
 	// messages when the sandbox cannot be set up).
 	Stdout, Stderr *os.File
@@ -82,13 +92,21 @@ const startRetries = 20
 // Start starts spec in a new sandbox and returns once its command is
 // about to start, bound by its limits.
 func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
+	var st staged
+	var err error
+	if st.dir, st.names, err = e.stage.refresh(); err != nil {
+		return nil, err
+	}
 	own := e.ownEtc(spec)
 	if own {
-		if err := e.prepareEtc(spec.Etc, spec.Hostname); err != nil {
+		if err := e.prepareEtc(spec.Etc, spec.Hostname, st.names); err != nil {
 			return nil, fmt.Errorf("isolate: the sandbox's /etc: %w", err)
 		}
 	}
-	files := etcFiles(spec.Hostname, own)
+	var files []etcFile
+	if !own {
+		files = generatedEtc(spec.Hostname)
+	}
 	var parent, child []*os.File
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
@@ -127,39 +145,46 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	defer info.Close()
 	defer release.Close()
 
-	argv := append([]string{e.path}, e.args(spec, files)...)
+	argv := append([]string{e.path}, e.args(spec, files, st)...)
 	extra := append(child[:fdUserns-fdInfo:fdUserns-fdInfo], nil)
 	if e.users != nil {
 		extra[fdUserns-fdInfo] = e.users.ns
 	}
 	extra = append(extra, child[fdUserns-fdInfo:]...)
 	var c *exec.Cmd
-	var err error
-	for attempt := 0; ; attempt++ {
-		c = &exec.Cmd{
-			Path:       e.path,
-			Args:       argv,
-			Env:        spec.Env,
-			Dir:        "/",
-			Stdout:     o.Stdout,
-			Stderr:     o.Stderr,
-			ExtraFiles: extra,
-			SysProcAttr: &syscall.SysProcAttr{
-				Setsid:    true,
-				Pdeathsig: syscall.SIGKILL,
-			},
+	start := func(into func(*syscall.SysProcAttr)) error {
+		for attempt := 0; ; attempt++ {
+			c = &exec.Cmd{
+				Path:       e.path,
+				Args:       argv,
+				Env:        spec.Env,
+				Dir:        "/",
+				Stdout:     o.Stdout,
+				Stderr:     o.Stderr,
+				ExtraFiles: extra,
+				SysProcAttr: &syscall.SysProcAttr{
+					Setsid:    true,
+					Pdeathsig: syscall.SIGKILL,
+				},
+			}
+			o.onTerminal(c)
+			into(c.SysProcAttr)
+			err := c.Start()
+			// EAGAIN: the host is short of processes for a moment (another
+			// sandbox's fork bomb at its limit, say); that passes.
+			if !errors.Is(err, syscall.EAGAIN) || attempt == startRetries {
+				return err
+			}
+			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 		}
-		o.onTerminal(c)
-		err = c.Start()
-		// EAGAIN: the host is short of processes for a moment (another
-		// sandbox's fork bomb at its limit, say); that passes.
-		if !errors.Is(err, syscall.EAGAIN) || attempt == startRetries {
-			break
-		}
-		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 	}
+	born, err := o.Cgroup.StartIn(start)
 	closeAll(child)
 	if err != nil {
+		if c != nil && c.Process != nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
 		return nil, fmt.Errorf("isolate: start bwrap: %w", err)
 	}
 	p := &Process{cmd: c}
@@ -183,7 +208,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	if err := setRlimits(ready.ChildPid, spec.Rlimits); err != nil {
 		return abort(err)
 	}
-	if o.Cgroup != nil {
+	if o.Cgroup != nil && !born {
 		if err := o.Cgroup.Add(ready.ChildPid); err != nil {
 			return abort(err)
 		}
@@ -270,8 +295,15 @@ func (p *Process) Wait() (int, error) {
 	return st.ExitCode(), nil
 }
 
-// args is bwrap's command line for spec, after argv[0].
-func (e *Engine) args(spec *Spec, files []etcFile) []string {
+// staged is the stage of the host's files of /etc as a sandbox sees it.
+type staged struct {
+	dir   string   // on the host
+	names []string // the names of etcPaths it holds
+}
+
+// args is bwrap's command line for spec, after argv[0]: files are written
+// into its /etc, st is shown at stagedEtc.
+func (e *Engine) args(spec *Spec, files []etcFile, st staged) []string {
 	a := []string{"--die-with-parent", "--new-session", "--cap-drop", "ALL"}
 	if e.users != nil {
 		// bwrap joins the engine's user namespace, made without the
@@ -303,16 +335,21 @@ func (e *Engine) args(spec *Spec, files []etcFile) []string {
 		hostname = "sandbox"
 	}
 	a = append(a, "--uid", strconv.Itoa(uid), "--gid", strconv.Itoa(gid), "--hostname", hostname)
-	etc := "/etc"
+	a = append(a, systemArgs()...)
+	if st.dir != "" {
+		a = append(a, "--ro-bind", st.dir, stagedEtc)
+	}
 	if e.ownEtc(spec) {
-		etc = stagedEtc
-	}
-	a = append(a, systemArgs(etc)...)
-	for i, f := range files {
-		a = append(a, "--perms", "0644", "--file", strconv.Itoa(fdFiles+i), etc+"/"+f.name)
-	}
-	if etc != "/etc" {
+		// Its /etc links to the stage itself (see prepareEtc).
 		a = append(a, "--bind", spec.Etc, "/etc")
+	} else {
+		a = append(a, "--dir", "/etc")
+		for _, name := range st.names {
+			a = append(a, "--symlink", stagedEtc+"/"+name, "/etc/"+name)
+		}
+		for i, f := range files {
+			a = append(a, "--perms", "0644", "--file", strconv.Itoa(fdFiles+i), "/etc/"+f.name)
+		}
 	}
 	for _, m := range spec.Writable {
 		a = append(a, "--bind", m.Host, m.Path)
@@ -332,10 +369,8 @@ func (e *Engine) args(spec *Spec, files []etcFile) []string {
 	return append(a, args...)
 }
 
-// etcPaths are the host's files of /etc that programs need, read-only.
-// Small regular files are copied into the sandbox's /etc (a write to its
-// tmpfs costs far less than a mount), symbolic links recreated, and
-// directories mounted. /etc/ssl/private stays out.
+// etcPaths are the host's files of /etc that programs need, read-only,
+// through the stage (see stage). /etc/ssl/private stays out.
 var etcPaths = []string{
 	"resolv.conf", "nsswitch.conf", "host.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
 	"localtime", "services", "protocols", "mime.types", "ssl/certs", "ssl/openssl.cnf",
@@ -343,35 +378,9 @@ var etcPaths = []string{
 	"login.defs",
 }
 
-// maxCopied is the size up to which a file of /etc is copied rather than
-// mounted: what a pipe holds before a reader drains it.
-const maxCopied = 60 << 10
-
 // shmSize bounds /dev/shm, a tmpfs, which would otherwise take memory
 // outside any rlimit.
 const shmSize = 64 << 20
-
-// hostEtc is how each of etcPaths reaches the sandbox.
-type hostEtc struct {
-	mounted []string // names of the symbolic links and mounts
-	copied  []string // names of the files to copy
-}
-
-// etcLayout sorts etcPaths once.
-var etcLayout = sync.OnceValue(func() hostEtc {
-	var h hostEtc
-	for _, e := range etcPaths {
-		fi, err := os.Lstat("/etc/" + e)
-		switch {
-		case err != nil:
-		case fi.Mode().IsRegular() && fi.Size() <= maxCopied:
-			h.copied = append(h.copied, e)
-		default:
-			h.mounted = append(h.mounted, e)
-		}
-	}
-	return h
-})
 
 // mirror returns the bwrap arguments that show the host path p at dest in
 // the sandbox, read-only: a symbolic link is recreated, any other file
@@ -392,56 +401,21 @@ func mirror(p, dest string) []string {
 }
 
 // systemArgs mount what every sandbox shares: the host's system
-// directories read-only, etc (/etc, or stagedEtc for a sandbox with its own
-// /etc) with what etcLayout mounts, a fresh /proc, a minimal /dev (null,
-// zero, full, random, urandom, tty, pts, shm) read-only but for a bounded
-// /dev/shm. Each variant is computed once.
-func systemArgs(etc string) []string {
-	systemArgsMu.Lock()
-	defer systemArgsMu.Unlock()
-	if a, ok := systemArgsCache[etc]; ok {
-		return a
-	}
+// directories read-only, a fresh /proc, a minimal /dev (null, zero, full,
+// random, urandom, tty, pts, shm) read-only but for a bounded /dev/shm.
+// They are computed once.
+var systemArgs = sync.OnceValue(func() []string {
 	var a []string
 	for _, d := range systemDirs {
 		a = append(a, mirror("/"+d, "/"+d)...)
 	}
-	a = append(a, "--dir", etc)
-	for _, name := range etcLayout().mounted {
-		a = append(a, mirror("/etc/"+name, etc+"/"+name)...)
-	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
-	systemArgsCache[etc] = a
-	return a
-}
-
-var (
-	systemArgsMu    sync.Mutex
-	systemArgsCache = map[string][]string{}
-)
+	return append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
+})
 
 // etcFile is a file written into the sandbox's /etc.
 type etcFile struct {
 	name string
 	data []byte
-}
-
-// etcFiles returns the files of the sandbox's /etc: passwd, group,
-// hostname and hosts, generated, and the small files of etcLayout as they
-// are now on the host. A sandbox with its own /etc (own) gets the latter
-// only: it keeps its accounts, host name and hosts in its /etc.
-func etcFiles(hostname string, own bool) []etcFile {
-	var files []etcFile
-	if !own {
-		files = generatedEtc(hostname)
-	}
-	for _, name := range etcLayout().copied {
-		data, err := os.ReadFile("/etc/" + name)
-		if err == nil && len(data) <= maxCopied {
-			files = append(files, etcFile{name, data})
-		}
-	}
-	return files
 }
 
 // generatedEtc are the files of /etc made for each sandbox.

@@ -17,8 +17,8 @@ import (
 // the host, through an os.Root: bwrap never writes into a directory that
 // sandboxes can change.
 
-// stagedEtc is where the host's files of /etc appear in a sandbox with
-// its own /etc.
+// stagedEtc is where the host's files of /etc appear in a sandbox (see
+// stage).
 const stagedEtc = "/run/host-etc"
 
 // accountFiles are the files of the sandbox's own /etc that belong to its
@@ -32,7 +32,7 @@ func (e *Engine) ownEtc(spec *Spec) bool { return e.users != nil && spec.Etc != 
 // there becomes the sandbox root's, a missing hostname or hosts file is
 // written, and each of the host's staged files that is missing is linked.
 // A name the sandbox took for something else is left alone.
-func (e *Engine) prepareEtc(dir, hostname string) error {
+func (e *Engine) prepareEtc(dir, hostname string, staged []string) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
@@ -67,20 +67,17 @@ func (e *Engine) prepareEtc(dir, hostname string) error {
 		}
 		_ = root.Lchown(f.name, rootID, rootID)
 	}
-	layout := etcLayout()
-	for _, names := range [][]string{layout.copied, layout.mounted} {
-		for _, name := range names {
-			if _, err := root.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
+	for _, name := range staged {
+		if _, err := root.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if dir := path.Dir(name); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
 				continue
 			}
-			if dir := path.Dir(name); dir != "." {
-				if err := root.MkdirAll(dir, 0o755); err != nil {
-					continue
-				}
-			}
-			if root.Symlink(stagedEtc+"/"+name, name) == nil {
-				_ = root.Lchown(name, rootID, rootID)
-			}
+		}
+		if root.Symlink(stagedEtc+"/"+name, name) == nil {
+			_ = root.Lchown(name, rootID, rootID)
 		}
 	}
 	return nil

@@ -14,15 +14,17 @@ import (
 func TestArgs(t *testing.T) {
 	e := &Engine{path: "bwrap", disableUserns: true}
 	spec := &Spec{Path: "/usr/bin/true", Cwd: "/vercel/sandbox", Writable: []Mount{{Host: "/h/vercel", Path: "/vercel"}}}
-	a := strings.Join(e.args(spec, etcFiles("box", false)), " ")
-	for _, want := range []string{"--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop ALL",
+	st := staged{dir: "/s/etc", names: []string{"resolv.conf", "ssl/certs"}}
+	a := strings.Join(e.args(spec, generatedEtc("box"), st), " ")
+	for _, want := range []string{"--ro-bind /s/etc " + stagedEtc, "--symlink " + stagedEtc + "/ssl/certs /etc/ssl/certs",
+		"--file 6 /etc/passwd", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop ALL",
 		"--disable-userns", "--uid 1000", "--bind /h/vercel /vercel", "--remount-ro / --chdir /vercel/sandbox", "-- /usr/bin/true"} {
 		assert.Contains(t, a, want)
 	}
 	assert.NotContains(t, a, "--share-net", "loopback only by default")
 	assert.NotContains(t, a, "/etc/ssl/private", "host keys stay out")
 	spec.Network, spec.Root = true, true
-	a = strings.Join(e.args(spec, nil), " ")
+	a = strings.Join(e.args(spec, nil, st), " ")
 	assert.Contains(t, a, "--share-net")
 	assert.Contains(t, a, "--uid 0")
 }
@@ -62,22 +64,23 @@ func TestSeccompFilter(t *testing.T) {
 func TestArgsWithUsers(t *testing.T) {
 	e := &Engine{path: "bwrap", users: &users{setpriv: "/usr/bin/setpriv", base: idBase}}
 	spec := &Spec{Path: "/usr/bin/id", Cwd: "/", Etc: "/h/etc"}
-	a := strings.Join(e.args(spec, etcFiles("box", true)), " ")
+	a := strings.Join(e.args(spec, nil, staged{dir: "/s/etc", names: []string{"resolv.conf"}}), " ")
 	for _, want := range []string{"--userns 5", "--unshare-net", "--uid 1000", "--bind /h/etc /etc",
-		"--dir " + stagedEtc, "--block-fd 5", "--cap-drop ALL", "-- /usr/bin/id"} {
+		"--ro-bind /s/etc " + stagedEtc, "--block-fd 5", "--cap-drop ALL", "-- /usr/bin/id"} {
 		assert.Contains(t, a, want)
 	}
 	assert.NotContains(t, a, "--unshare-user", "the engine's namespace is joined")
 	assert.NotContains(t, a, "--cap-add", "the default user holds no capability")
 	assert.NotContains(t, a, "/etc/passwd", "the sandbox keeps its own accounts")
+	assert.NotContains(t, a, "--symlink "+stagedEtc, "its own /etc links to the stage")
 
 	spec.Root = true
-	a = strings.Join(e.args(spec, nil), " ")
+	a = strings.Join(e.args(spec, nil, staged{}), " ")
 	assert.Contains(t, a, "--cap-add CAP_CHOWN")
 	assert.Contains(t, a, "-- /usr/bin/setpriv --reuid 0 --regid 0 --init-groups -- /usr/bin/id")
 
 	spec.As = &Account{UID: 1001, GID: 1001}
-	a = strings.Join(e.args(spec, nil), " ")
+	a = strings.Join(e.args(spec, nil, staged{}), " ")
 	assert.Contains(t, a, "--reuid 1001 --regid 1001 --init-groups --inh-caps=-all --ambient-caps=-all -- /usr/bin/id")
 	assert.Equal(t, idBase+1001, e.HostID(1001))
 	assert.Equal(t, -1, (&Engine{}).HostID(1001), "one id without users")

@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+
+	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 )
 
 var errOS = fmt.Errorf("%w: Linux namespaces are not available on %s", ErrUnavailable, runtime.GOOS)
@@ -19,7 +21,7 @@ func NewEngine() (*Engine, error) { return nil, errOS }
 
 // Options are the host's side of a sandbox.
 type Options struct {
-	Cgroup         *Cgroup
+	Cgroup         *cgroup.Cgroup
 	Stdout, Stderr *os.File
 	TTY            *os.File
 }
@@ -39,35 +41,5 @@ func (p *Process) Signal(syscall.Signal) error { return nil }
 // Wait returns at once.
 func (p *Process) Wait() (int, error) { return -1, errOS }
 
-// Cgroups is unavailable.
-type Cgroups struct{}
-
-// Cgroup is unavailable.
-type Cgroup struct{}
-
-// FindCgroups fails: control groups need Linux.
-func FindCgroups() (*Cgroups, error) { return nil, errOS }
-
-// Memory reports false.
-func (c *Cgroups) Memory() bool { return false }
-
-// Pids reports false.
-func (c *Cgroups) Pids() bool { return false }
-
-// String describes the cgroups in use.
-func (c *Cgroups) String() string { return "none" }
-
-// New fails.
-func (c *Cgroups) New(int64, int64) (*Cgroup, error) { return nil, errOS }
-
-// OOMKilled reports false.
-func (g *Cgroup) OOMKilled() bool { return false }
-
-// Remove does nothing.
-func (g *Cgroup) Remove() {}
-
-// Release does nothing.
-func (g *Cgroup) Release() {}
-
 // Close does nothing.
-func (c *Cgroups) Close() {}
+func (e *Engine) Close() {}

@@ -8,10 +8,10 @@
 // parent dies.
 //
 // This package does what bwrap does not: the layout of the sandbox's
-// filesystem (which host paths appear where, generated /etc files), the
-// resource limits (rlimits and control groups, applied to the sandbox's
-// init process before the command starts, so the command and all it starts
-// inherit them), a seccomp filter that keeps files from becoming setuid or
+// filesystem (which host paths appear where, generated /etc files, one
+// copy of the host's files of /etc for all sandboxes), the resource limits
+// (rlimits, and the control groups of package cgroup, in force before the
+// command starts, so the command and all it starts inherit them), a seccomp filter that keeps files from becoming setuid or
 // setgid, the network policy (loopback only, or the host's network), and
 // the shell's lookup of the command with its exit codes 126 and 127. Where
 // the server runs as root, an Engine's sandboxes can also have several

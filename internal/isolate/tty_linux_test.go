@@ -16,7 +16,7 @@ func TestTerminalCommandLine(t *testing.T) {
 	// A host name and arguments that look like the option at stake.
 	spec := &Spec{Path: "/usr/bin/echo", Args: []string{"--", "--new-session"}, Cwd: "/", Hostname: "--new-session"}
 	spec.UseTerminal()
-	argv := append([]string{e.path}, e.args(spec, nil)...)
+	argv := append([]string{e.path}, e.args(spec, nil, staged{})...)
 	c := &exec.Cmd{Args: argv, SysProcAttr: &syscall.SysProcAttr{}}
 	Options{}.onTerminal(c)
 	assert.Equal(t, argv, c.Args, "without a terminal, bwrap's command line as it is")

@@ -3,8 +3,10 @@
 package procio
 
 import (
+	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -24,4 +26,14 @@ func CloseInherited() {
 			syscall.CloseOnExec(fd)
 		}
 	}
+}
+
+// Abandoned reports whether name, the name of something a server leaves
+// on the host while it runs, is prefix, a pid and "-…" and that pid is no
+// running process but this one's: its server ended without removing it.
+func Abandoned(name, prefix string) bool {
+	rest, ok := strings.CutPrefix(name, prefix)
+	pidText, _, _ := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(pidText)
+	return ok && err == nil && pid > 0 && pid != os.Getpid() && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }

@@ -1,6 +1,8 @@
 package redact_test
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -129,4 +131,18 @@ func TestFindReportsShapes(t *testing.T) {
 	assert.Equal(t, []redact.Shape{redact.ShapeKnown, redact.ShapeJWT, redact.ShapeUserinfo}, shapes)
 	last := s.Find(text)[2]
 	assert.Equal(t, "p4ss", string(text[last.Start:last.End]), "only the password is hidden")
+}
+
+func TestError(t *testing.T) {
+	t.Parallel()
+	plain := errors.New("connection refused")
+	assert.Same(t, plain, redact.Error(plain, redact.NewSet("secret-value-1")), "an error without a secret is kept as it is")
+	assert.NoError(t, redact.Error(nil, nil))
+
+	inner := fmt.Errorf("malformed HTTP response %q", "secret-value-1 and "+jwt)
+	err := redact.Error(inner, redact.NewSet("secret-value-1"))
+	assert.NotContains(t, err.Error(), "secret-value-1")
+	assert.NotContains(t, err.Error(), jwt[:20])
+	assert.NotContains(t, fmt.Sprintf("%+v", err), "secret-value-1")
+	assert.ErrorIs(t, err, inner)
 }

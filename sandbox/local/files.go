@@ -31,9 +31,18 @@ func (s *Server) beginFileOp(sess *sessionRec) (func(), *apiError) {
 	return sess.ops.Done, nil
 }
 
+// WithRefuseChunkedUploads makes fs/write answer 411 length_required to an
+// upload sent without a Content-Length (Transfer-Encoding: chunked), as
+// some proxies in front of the API do, so that a client configuration
+// (sandbox.WithSizedUploads) can be tested. Hosted Vercel accepts both.
+func WithRefuseChunkedUploads() Option { return func(c *config) { c.refuseChunked = true } }
+
 // handleWriteFiles serves POST …/fs/write: a gzip-compressed tar archive
 // extracted under the x-cwd header (default: the session's cwd).
 func (s *Server) handleWriteFiles(w http.ResponseWriter, r *http.Request) *apiError {
+	if s.cfg.refuseChunked && r.ContentLength < 0 {
+		return errorf(http.StatusLengthRequired, "length_required", "an upload without a Content-Length is refused")
+	}
 	sid := r.PathValue("sid")
 	sess, aerr := s.lookupSession(sid, true)
 	if aerr != nil {

@@ -198,7 +198,14 @@ func (s *Server) goneAfterStop(c *commandRec) *apiError {
 // Vercel's logs sometimes do while they race the command's cleanup
 // (getsentry/junior#992). Zero (the default) never races; WithFriendly
 // never does either.
-func WithLogsRace(d time.Duration) Option { return func(c *config) { c.logsRace = d } }
+func WithLogsRace(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.invalid("WithLogsRace", "negative duration %s", d)
+		}
+		c.logsRace = d
+	}
+}
 
 // logsRaceCleanup answers 404 for the logs of a command that ended less
 // than the WithLogsRace window ago.
@@ -219,7 +226,14 @@ func (s *Server) logsRaceCleanup(c *commandRec) *apiError {
 // carry a token it has not seen before with 401, as hosted Vercel briefly
 // refuses a freshly minted or refreshed token (vercel/sandbox#192, #247).
 // Zero (the default) refuses none; WithFriendly never does.
-func WithFreshTokenRefusals(n int) Option { return func(c *config) { c.freshRefusals = n } }
+func WithFreshTokenRefusals(n int) Option {
+	return func(c *config) {
+		if n < 0 {
+			c.invalid("WithFreshTokenRefusals", "negative count %d", n)
+		}
+		c.freshRefusals = n
+	}
+}
 
 // tokenUses counts the requests each token has made.
 type tokenUses struct {
@@ -303,7 +317,12 @@ const defaultRateLimit = 1000
 // create answers 429 with Retry-After and x-ratelimit-* headers until the
 // window resets. Zero n (the default) sets no limit.
 func WithCreateRateLimit(n int, window time.Duration) Option {
-	return func(c *config) { c.createLimit, c.createWindow = n, window }
+	return func(c *config) {
+		if n < 0 || (n > 0 && window <= 0) {
+			c.invalid("WithCreateRateLimit", "want n ≥ 0 creates per positive window, got %d per %s", n, window)
+		}
+		c.createLimit, c.createWindow = n, window
+	}
 }
 
 // rateLimiter counts creates per fixed window.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -252,6 +253,9 @@ func (s *Server) CommandCount() int {
 
 // Output returns the retained stdout and stderr of a command.
 func (s *Server) Output(commandID string) (stdout, stderr string, err error) {
+	if commandID == "" {
+		return "", "", apierr.Invalid("commandID", "empty")
+	}
 	s.mu.Lock()
 	var found *commandRec
 	for _, c := range s.commands {

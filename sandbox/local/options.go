@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
 // Option configures a Server.
@@ -35,6 +37,13 @@ type config struct {
 	earlyStops    bool
 	createLimit   int
 	createWindow  time.Duration
+	refuseChunked bool
+	errs          []error // malformed options, reported by New
+}
+
+// invalid records a malformed option for New to report.
+func (c *config) invalid(option, format string, args ...any) {
+	c.errs = append(c.errs, apierr.Invalid(option, format, args...))
 }
 
 // A Middleware wraps the route table of a server: it sees each API request
@@ -46,7 +55,13 @@ type Middleware func(s *Server, next http.Handler) http.Handler
 // WithMiddleware adds mw around the route table. The first one added is
 // the outermost.
 func WithMiddleware(mw Middleware) Option {
-	return func(c *config) { c.middleware = append(c.middleware, mw) }
+	return func(c *config) {
+		if mw == nil {
+			c.invalid("WithMiddleware", "nil middleware")
+			return
+		}
+		c.middleware = append(c.middleware, mw)
+	}
 }
 
 type mount struct {
@@ -60,7 +75,16 @@ type mount struct {
 // recorded in the request log and do not pass through any Middleware.
 // Package fault mounts its control endpoint this way.
 func WithMount(prefix string, h func(s *Server) http.Handler) Option {
-	return func(c *config) { c.mounts = append(c.mounts, mount{prefix: strings.TrimSuffix(prefix, "/"), h: h}) }
+	return func(c *config) {
+		switch {
+		case h == nil:
+			c.invalid("WithMount", "nil handler")
+		case !strings.HasPrefix(prefix, "/") || len(prefix) < 2:
+			c.invalid("WithMount", "prefix %q is not an absolute path below /", prefix)
+		default:
+			c.mounts = append(c.mounts, mount{prefix: strings.TrimSuffix(prefix, "/"), h: h})
+		}
+	}
 }
 
 // WithExecutor sets what runs the commands clients start. Without it no
@@ -88,7 +112,14 @@ func WithProject(project string) Option { return func(c *config) { c.project = p
 // WithDir sets the host directory under which each sandbox and snapshot gets
 // its own directory. By default a temporary directory is created and
 // removed by Close; a directory given here is left in place.
-func WithDir(root string) Option { return func(c *config) { c.dir = root } }
+func WithDir(root string) Option {
+	return func(c *config) {
+		if strings.IndexByte(root, 0) >= 0 {
+			c.invalid("WithDir", "contains a NUL byte")
+		}
+		c.dir = root
+	}
+}
 
 // WithLogger sets where the server logs requests and problems. By default
 // it logs nothing.
@@ -104,25 +135,53 @@ func WithHostPaths(on bool) Option { return func(c *config) { c.hostPaths = on }
 // WithStopDelay makes every stop and snapshot take at least d, during which
 // the session reports status stopping (or snapshotting) and session calls
 // answer 422. Zero (the default) stops at once.
-func WithStopDelay(d time.Duration) Option { return func(c *config) { c.stopDelay = d } }
+func WithStopDelay(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.invalid("WithStopDelay", "negative duration %s", d)
+		}
+		c.stopDelay = d
+	}
+}
 
 // WithMaxTimeout sets the longest session timeout; extending past it
 // answers 400 sandbox_timeout_invalid. The default is 24 hours, as on
 // hosted Vercel (5 hours with WithFriendly, as the API reference says).
-func WithMaxTimeout(d time.Duration) Option { return func(c *config) { c.maxTimeout = d } }
+func WithMaxTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.invalid("WithMaxTimeout", "negative duration %s", d)
+		}
+		c.maxTimeout = d
+	}
+}
 
 // WithOutputLimit bounds the output kept per command for replay through the
 // logs endpoint (default 64 MiB): the bytes written plus 64 bytes per write.
 // Beyond it the oldest output of the command is evicted; CommandInfo
 // reports how much, and a replay that needs it ends with an error frame
 // (code "output_evicted").
-func WithOutputLimit(n int64) Option { return func(c *config) { c.outputLimit = n } }
+func WithOutputLimit(n int64) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.invalid("WithOutputLimit", "%d is not a positive number of bytes", n)
+		}
+		c.outputLimit = n
+	}
+}
 
 // WithOutputBudget bounds the output kept for replay by every command of the
 // server together, counted as WithOutputLimit counts it (default 256 MiB).
 // Beyond it the output of the oldest commands is evicted first. Output is
 // also released when its session stops. Memory reports the total.
-func WithOutputBudget(n int64) Option { return func(c *config) { c.outputBudget = n } }
+func WithOutputBudget(n int64) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.invalid("WithOutputBudget", "%d is not a positive number of bytes", n)
+		}
+		c.outputBudget = n
+	}
+}
 
 // WithSeed makes generated ids and names reproducible.
 func WithSeed(seed uint64) Option { return func(c *config) { c.seed = &seed } }

@@ -8,6 +8,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
 // virtualCwd is the working directory of every session in virtual mode.
@@ -94,6 +96,9 @@ func (s *Server) relPath(sb *sandboxRec, p string) (string, error) {
 // directory. In host-path mode a path outside the sandbox's directory is an
 // error. The result is lexical: symbolic links are not followed.
 func (s *Server) HostPath(sandboxName, sandboxPath string) (string, error) {
+	if sandboxName == "" {
+		return "", apierr.Invalid("sandboxName", "empty")
+	}
 	s.mu.Lock()
 	sb := s.sandboxes[sandboxName]
 	s.mu.Unlock()

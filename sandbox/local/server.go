@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
 // DefaultToken is the bearer token Token reports when no WithToken option
@@ -74,7 +76,12 @@ type Server struct {
 func New(opts ...Option) (*Server, error) {
 	cfg := config{outputLimit: defaultOutputLimit, outputBudget: defaultOutputBudget}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if len(cfg.errs) > 0 {
+		return nil, cfg.errs[0]
 	}
 	if cfg.maxTimeout == 0 {
 		cfg.maxTimeout = hostedMaxTimeout
@@ -179,6 +186,9 @@ func (s *Server) Start(ln net.Listener) error {
 }
 
 func (s *Server) listen(ln net.Listener) (*http.Server, error) {
+	if ln == nil {
+		return nil, apierr.Invalid("ln", "nil listener")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -478,6 +479,9 @@ func (s *Server) handleNetworkPolicy(w http.ResponseWriter, r *http.Request) *ap
 // snapshot when the sandbox is persistent), so that later session calls
 // answer 410. Stopping a stopped session does nothing.
 func (s *Server) Stop(sessionID string) error {
+	if sessionID == "" {
+		return apierr.Invalid("sessionID", "empty")
+	}
 	sess, aerr := s.lookupSession(sessionID, false)
 	if aerr != nil {
 		return fmt.Errorf("local: no session %q", sessionID)
@@ -488,6 +492,9 @@ func (s *Server) Stop(sessionID string) error {
 
 // ExpireSession ends a session as if its timeout had passed.
 func (s *Server) ExpireSession(sessionID string) error {
+	if sessionID == "" {
+		return apierr.Invalid("sessionID", "empty")
+	}
 	sess, aerr := s.lookupSession(sessionID, false)
 	if aerr != nil {
 		return fmt.Errorf("local: no session %q", sessionID)

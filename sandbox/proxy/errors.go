@@ -1,6 +1,19 @@
 package proxy
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+)
+
+// ErrInvalidInput matches an *InputError. It is sandbox.ErrInvalidInput.
+var ErrInvalidInput = apierr.ErrInvalidInput
+
+// InputError is a bad argument, refused before anything is fetched or
+// served: an option given a bad value (Field names the option), a nil
+// request, or a Verifier not made by NewVerifier. It is
+// sandbox.InputError.
+type InputError = apierr.InputError
 
 // The errors that Verify returns and the invalid-request handler receives,
 // each wrapped with a short reason. Match them with errors.Is. None of them

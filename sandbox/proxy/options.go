@@ -3,14 +3,17 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/loopback"
 )
 
-// Option configures a Verifier.
+// Option configures a Verifier. A bad value makes NewVerifier fail with an
+// *InputError naming the option; a nil Option is ignored.
 type Option func(*config)
 
 type config struct {
@@ -43,8 +46,10 @@ func forbidden(w http.ResponseWriter, _ *http.Request, _ error) {
 	http.Error(w, "Forbidden", http.StatusForbidden)
 }
 
+// fail records that option was given a bad value, as an *InputError
+// naming the option.
 func (c *config) fail(option, format string, a ...any) {
-	c.errs = append(c.errs, fmt.Errorf("proxy: %s: "+format, append([]any{option}, a...)...))
+	c.errs = append(c.errs, apierr.Invalid(option, format, a...))
 }
 
 // WithOrigin sets the scheme and host (with the port, if any) at which the
@@ -67,26 +72,19 @@ func WithOrigin(origin string) Option {
 // Vercel's, with keys from issuer + "/.well-known/jwks". It is meant for
 // tests and local demonstrations, with an issuer of your own. The issuer
 // must use https, or http to a loopback host (127.0.0.0/8, ::1 or
-// localhost). Nothing else, such as the environment, adds an issuer.
+// localhost, which is dialled at 127.0.0.1 or ::1 and never looked up, so
+// it needs a client whose transport is an *http.Transport); *.localhost
+// is refused. Nothing else, such as the environment, adds an issuer.
 func WithTrustedIssuer(issuer string) Option {
 	return func(c *config) {
 		u, err := url.Parse(issuer)
 		if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
-			!(u.Scheme == "https" || (u.Scheme == "http" && isLoopback(u.Hostname()))) {
+			loopback.Check("WithTrustedIssuer", u) != nil {
 			c.fail("WithTrustedIssuer", "want an https URL, or an http URL of a loopback host")
 			return
 		}
 		c.issuers = append(c.issuers, issuer)
 	}
-}
-
-// isLoopback reports whether host names the local machine.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // WithInvalidRequestHandler sets the handler of requests that fail a check.
@@ -168,3 +166,24 @@ func WithFetchLimit(n int, period time.Duration) Option {
 }
 
 func (c *config) err() error { return errors.Join(c.errs...) }
+
+// dialLocalhost makes the key-set client dial an issuer named localhost
+// at 127.0.0.1 or ::1, never through DNS: whoever answered that lookup
+// could serve keys of their own.
+func (c *config) dialLocalhost() error {
+	for _, iss := range c.issuers {
+		u, _ := url.Parse(iss) // checked by WithTrustedIssuer
+		if !loopback.NeedsDialer(u) {
+			continue
+		}
+		t, err := loopback.Transport("WithTrustedIssuer", u, c.client.Transport)
+		if err != nil {
+			return fmt.Errorf("proxy: %w", err)
+		}
+		hc := *c.client
+		hc.Transport = t
+		c.client = &hc
+		return nil
+	}
+	return nil
+}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
 const (
@@ -35,7 +37,8 @@ type Forwarded struct {
 }
 
 // A Verifier authenticates requests forwarded by a sandbox's network
-// policy. It is safe for concurrent use, and starts no goroutine.
+// policy. It is safe for concurrent use, and starts no goroutine. Create
+// one with NewVerifier: a zero or nil Verifier refuses every call.
 type Verifier struct {
 	origin  string
 	issuers map[string]bool
@@ -44,13 +47,19 @@ type Verifier struct {
 	keys    *keyCache
 }
 
-// NewVerifier returns a Verifier configured by opts.
+// NewVerifier returns a Verifier configured by opts. A bad option value is
+// an *InputError naming the option; nil options are ignored.
 func NewVerifier(opts ...Option) (*Verifier, error) {
 	c := defaultConfig()
 	for _, o := range opts {
-		o(&c)
+		if o != nil {
+			o(&c)
+		}
 	}
 	if err := c.err(); err != nil {
+		return nil, err
+	}
+	if err := c.dialLocalhost(); err != nil {
 		return nil, err
 	}
 	v := &Verifier{origin: c.origin, issuers: map[string]bool{}, invalid: c.invalid, now: c.now, keys: newKeyCache(&c)}
@@ -58,6 +67,14 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 		v.issuers[iss] = true
 	}
 	return v, nil
+}
+
+// check refuses a nil or zero Verifier, which has no key cache.
+func (v *Verifier) check() error {
+	if v == nil || v.keys == nil {
+		return apierr.Invalid("Verifier", "not made by NewVerifier")
+	}
+	return nil
 }
 
 type contextKey struct{}
@@ -76,7 +93,16 @@ func FromContext(ctx context.Context) (*Forwarded, bool) {
 // copy keeps the URL and Host it was received with (the official SDK
 // rewrites them to the destination): send the request on to
 // Forwarded.URL.
+//
+// A nil next, or a Verifier not made by NewVerifier, panics at the call,
+// as http.ServeMux.Handle does, rather than at the first request.
 func (v *Verifier) Handler(next http.Handler) http.Handler {
+	if next == nil {
+		panic("proxy: Verifier.Handler: next must not be nil")
+	}
+	if err := v.check(); err != nil {
+		panic("proxy: Verifier.Handler: " + err.Error())
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := v.Verify(r)
 		ctx := r.Context()
@@ -99,8 +125,15 @@ func (v *Verifier) Handler(next http.Handler) http.Handler {
 // Verify authenticates r and returns what its headers and token say. It
 // fetches the issuer's key set when needed, within r's context. It neither
 // changes r nor reads its body. Its error matches one of the package's Err
-// values.
+// values, or is an *InputError for a nil r or a Verifier not made by
+// NewVerifier.
 func (v *Verifier) Verify(r *http.Request) (*Forwarded, error) {
+	if err := v.check(); err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return nil, apierr.Invalid("r", "nil request")
+	}
 	fr, err := readHeaders(r)
 	if err != nil {
 		return nil, err

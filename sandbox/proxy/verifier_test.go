@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"crypto/rsa"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/proxy"
 )
 
@@ -373,6 +375,8 @@ func TestOptionsRefuseBadValues(t *testing.T) {
 		"origin with a path":    proxy.WithOrigin("https://broker.example.com/hook"),
 		"origin without scheme": proxy.WithOrigin("broker.example.com"),
 		"issuer http remote":    proxy.WithTrustedIssuer("http://issuer.example.com"),
+		"issuer *.localhost":    proxy.WithTrustedIssuer("http://keys.localhost:9"),
+		"issuer localhost.":     proxy.WithTrustedIssuer("http://localhost.:9"),
 		"issuer not a URL":      proxy.WithTrustedIssuer("issuer"),
 		"issuer with a query":   proxy.WithTrustedIssuer("https://issuer.example.com/?a=1"),
 		"cache size 0":          proxy.WithKeyCacheSize(0),
@@ -381,10 +385,40 @@ func TestOptionsRefuseBadValues(t *testing.T) {
 		"fetch period 0":        proxy.WithFetchLimit(1, 0),
 	} {
 		_, err := proxy.NewVerifier(o)
-		assert.Error(t, err, name)
+		var ie *proxy.InputError
+		if assert.ErrorAs(t, err, &ie, name) {
+			assert.True(t, strings.HasPrefix(ie.Field, "With"), "%s: the error names the option: %v", name, err)
+		}
+		assert.ErrorIs(t, err, proxy.ErrInvalidInput, name)
 	}
-	for _, iss := range []string{"https://issuer.example.com", "http://127.0.0.1:8080", "http://[::1]:1/x", "http://localhost:9"} {
+	_, err := proxy.NewVerifier(nil, proxy.WithKeyCacheSize(1))
+	assert.NoError(t, err, "a nil option is ignored")
+	for _, iss := range []string{"https://issuer.example.com", "http://127.0.0.1:8080", "http://[::1]:1/x", "http://localhost:9", "http://LocalHost:9"} {
 		_, err := proxy.NewVerifier(proxy.WithTrustedIssuer(iss))
 		assert.NoError(t, err, iss)
 	}
+	// localhost is dialled without DNS, which a transport of unknown kind
+	// cannot promise.
+	opaque := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("unused") })}
+	_, err = proxy.NewVerifier(proxy.WithTrustedIssuer("http://localhost:9"), proxy.WithHTTPClient(opaque))
+	assert.ErrorIs(t, err, sandbox.ErrInsecureURL)
+	_, err = proxy.NewVerifier(proxy.WithTrustedIssuer("http://127.0.0.1:9"), proxy.WithHTTPClient(opaque))
+	assert.NoError(t, err)
+}
+
+// A Verifier not made by NewVerifier refuses to verify, and a handler is
+// refused when it is built, never when a request arrives.
+func TestVerifierMisuse(t *testing.T) {
+	t.Parallel()
+	r := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/", nil)
+	for _, v := range []*proxy.Verifier{nil, {}} {
+		_, err := v.Verify(r)
+		assert.ErrorIs(t, err, proxy.ErrInvalidInput)
+		assert.Panics(t, func() { v.Handler(http.NotFoundHandler()) })
+	}
+	v, err := proxy.NewVerifier()
+	require.NoError(t, err)
+	_, err = v.Verify(nil)
+	assert.ErrorIs(t, err, proxy.ErrInvalidInput)
+	assert.PanicsWithValue(t, "proxy: Verifier.Handler: next must not be nil", func() { v.Handler(nil) })
 }

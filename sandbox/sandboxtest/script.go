@@ -45,8 +45,12 @@ func MatchArgs(name string, args ...string) Matcher {
 
 // MatchRegexp matches commands whose command line matches re. The command
 // line is Name and Args joined by single spaces, without quoting; see
-// Call.CommandLine.
+// Call.CommandLine. A nil re panics at once, as a nil handler does in
+// Script.Handle.
 func MatchRegexp(re *regexp.Regexp) Matcher {
+	if re == nil {
+		panic("sandboxtest: MatchRegexp needs a regular expression")
+	}
 	return func(cmd *local.Cmd) bool { return re.MatchString(joinCommandLine(cmd.Name, cmd.Args)) }
 }
 

@@ -171,6 +171,12 @@ var (
 // (CodeStopped, CodeTimeout, CodeInactive, CodeCancelled) or before it
 // (CodeTaskEnded, fn not called).
 func (t *Task) Do(ctx context.Context, name string, fn func(ctx context.Context, sb *sandbox.Sandbox) error) error {
+	switch {
+	case t.sb == nil:
+		return newError(CodeInvalidInput, &sandbox.InputError{Field: "sb", Reason: "NewTask got a nil sandbox"})
+	case fn == nil:
+		return newError(CodeInvalidInput, &sandbox.InputError{Field: "fn", Reason: "nil step function"})
+	}
 	t.mu.Lock()
 	if t.endErr != nil {
 		err := t.endErr
@@ -268,6 +274,9 @@ func (t *Task) poll(ctx context.Context, cancel context.CancelCauseFunc) {
 // Run runs cmd as a step (see Do), attached, with KillOnCancel set and the
 // task's inactivity timeout unless cmd sets its own.
 func (t *Task) Run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
+	if err := cmd.Validate(); err != nil {
+		return nil, newError(CodeInvalidInput, err)
+	}
 	c := *cmd
 	c.KillOnCancel = true
 	if c.InactivityTimeout == 0 {

@@ -8,6 +8,7 @@
 package fault
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
 // ErrInvalid is matched (errors.Is) by every error about a fault that
@@ -82,6 +85,13 @@ func (m ResetMode) String() string {
 //     prove that a command ran once while the client saw a 500. Without
 //     Status or Body, the real handler answers, shaped by Reset, Cut and
 //     Stall.
+//
+// A fault cannot stage what the API never does. AfterHandler is refused
+// (Validate) with an answer the contract defines as "not executed": 429,
+// 410, and 422 sandbox_stopping or sandbox_snapshotting. A client is right
+// to send such a request again (after resuming the session for 410 and
+// 422), so a command would run twice and a test would prove something
+// false. Use a 5xx status for an outcome the client cannot know.
 //
 // The body faults (Cut, Stall and ResetAfterHeaders on the real handler's
 // answer) act once AfterFrames newline-terminated lines of the body have
@@ -243,8 +253,46 @@ func (f Fault) Validate() error {
 		return invalidFault("after-handler with reset=after needs a status or body to send before the reset")
 	case f.Reset == ResetBeforeHeaders && answers && !f.AfterHandler:
 		return invalidFault("reset=before sends no answer; drop the status and body")
+	case f.AfterHandler && notExecuted(f.status(), f.errorCode()):
+		return invalidFault("after-handler with status %d (%s) contradicts the API contract: "+
+			"that answer means the request was not executed, so a client rightly sends it again; "+
+			"use a 5xx status to model an outcome the client cannot know", f.status(), f.errorCode())
 	}
 	return nil
+}
+
+// notExecuted reports whether an answer with this status and error code
+// means, by the API's contract, that the request was not executed, so
+// that a client may send it again: 429 (rate limited, on every endpoint),
+// 410 (the session is gone, whatever the code) and 422 sandbox_stopping
+// or sandbox_snapshotting (the session is going away). A client resumes
+// the sandbox after the last two and re-sends the call, a command start
+// included. Such an answer after the real handler ran would stage a
+// server that the API never is.
+func notExecuted(status int, code string) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusGone:
+		return true
+	case http.StatusUnprocessableEntity:
+		return code == "sandbox_stopping" || code == "sandbox_snapshotting"
+	}
+	return false
+}
+
+// errorCode returns the error code the fault's answer carries: Code, the
+// code of a JSON error envelope in Body, or the default of the status.
+func (f *Fault) errorCode() string {
+	if f.Body != "" {
+		var env wire.ErrorBody
+		if json.Unmarshal([]byte(f.Body), &env) == nil {
+			return env.Error.Code
+		}
+		return ""
+	}
+	if f.Code != "" {
+		return f.Code
+	}
+	return defaultCode(f.status())
 }
 
 // validToken reports whether s is an HTTP token (a method name).

@@ -229,6 +229,48 @@ func TestFaultAfterHandlerRunsOnce(t *testing.T) {
 	assert.Equal(t, 500, lastRequest(t, e.srv).Status)
 }
 
+// TestFaultRefusesNotExecutedAfterHandler: a 429, 410 or 422
+// sandbox_stopping answer tells the client that nothing ran, so it sends
+// the command again. Staged after the real handler, such an answer would
+// make one Run start the command twice and blame the client for it.
+func TestFaultRefusesNotExecutedAfterHandler(t *testing.T) {
+	t.Parallel()
+	const cmd = "/v2/sandboxes/sessions/*/cmd"
+	refused := []fault.Fault{
+		{Method: "POST", Path: cmd, Status: 429, AfterHandler: true},
+		{Path: "*", Status: 429, RetryAfter: time.Second, AfterHandler: true},
+		{Method: "POST", Path: cmd, Status: 410, AfterHandler: true},
+		{Method: "POST", Path: cmd, Status: 410, Code: "gone_elsewhere", AfterHandler: true},
+		{Method: "POST", Path: cmd, Status: 422, AfterHandler: true},
+		{Method: "POST", Path: cmd, Status: 422, Code: "sandbox_snapshotting", AfterHandler: true},
+		{Method: "POST", Path: cmd, Status: 422, Body: `{"error":{"code":"sandbox_stopping"}}`, AfterHandler: true},
+		{Method: "POST", Path: cmd, Status: 429, Reset: fault.ResetBeforeHeaders, AfterHandler: true},
+	}
+	e := newFaultEnv(t, local.WithToken("secret"))
+	for _, f := range refused {
+		err := f.Validate()
+		require.ErrorIs(t, err, fault.ErrInvalid, "%s", f)
+		assert.Contains(t, err.Error(), "contradicts the API contract", "%s", f)
+		_, err = fault.Parse(f.String())
+		require.ErrorIs(t, err, fault.ErrInvalid, "the text form is refused too: %s", f)
+		data, merr := json.Marshal(f)
+		require.NoError(t, merr)
+		status, _, _ := e.call("POST", fault.ControlPrefix+"/faults", string(data))
+		assert.Equal(t, http.StatusBadRequest, status, "the control endpoint refuses it: %s", f)
+	}
+	assert.Empty(t, e.srv.Faults())
+	allowed := []fault.Fault{
+		{Method: "POST", Path: cmd, Status: 500, AfterHandler: true},
+		{Method: "POST", Path: cmd, Status: 422, Code: "invalid_request", AfterHandler: true},
+		{Method: "POST", Path: cmd, Status: 429},
+		{Method: "POST", Path: cmd, Status: 410},
+		{Method: "POST", Path: cmd, Expire: true, AfterHandler: true},
+	}
+	for _, f := range allowed {
+		assert.NoError(t, f.Validate(), "%s", f)
+	}
+}
+
 func TestFaultProbabilityIsSeeded(t *testing.T) {
 	t.Parallel()
 	pattern := func(seed uint64) string {
@@ -583,11 +625,11 @@ func FuzzParseFault(f *testing.F) {
 
 func TestFaultJSON(t *testing.T) {
 	t.Parallel()
-	f := fault.Fault{Method: "POST", Path: "/v2/sandboxes/sessions/*/cmd", Status: 429, RetryAfter: time.Minute,
+	f := fault.Fault{Method: "POST", Path: "/v2/sandboxes/sessions/*/cmd", Status: 503, RetryAfter: time.Minute,
 		Latency: 20 * time.Millisecond, Reset: fault.ResetAfterHeaders, Times: 2, Probability: 0.5, AfterHandler: true}
 	data, err := json.Marshal(f)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"method":"POST","path":"/v2/sandboxes/sessions/*/cmd","status":429,"retryAfter":"1m0s",
+	assert.JSONEq(t, `{"method":"POST","path":"/v2/sandboxes/sessions/*/cmd","status":503,"retryAfter":"1m0s",
 		"times":2,"probability":0.5,"latency":"20ms","reset":"after","afterHandler":true}`, string(data))
 	var back fault.Fault
 	require.NoError(t, json.Unmarshal(data, &back))

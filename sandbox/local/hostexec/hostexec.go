@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 	"github.com/sbx-go/vercel-sandbox/internal/procio"
 	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
@@ -55,9 +56,14 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // process exits, what is left of its group (background jobs, for instance)
 // is killed too. On Linux the environment also carries LOCAL_SANDBOX_RUN, a
 // marker unique to the command, and every process that carries it is killed
-// then, daemons that left the group with setsid included; a process that
-// both leaves the group and clears its environment escapes (this executor
-// isolates nothing: use package isolated for hostile code). Wait returns
+// then, daemons that left the group with setsid included. Where a control
+// group is writable (cgroup v1 as root, or a cgroup v2 directory with the
+// pids controller delegated), each command is also born in a group of its
+// own, and every process of the group is killed then: even a process that
+// leaves the session and clears its environment. Elsewhere such a process
+// escapes (this executor isolates nothing, and a command running as root
+// can leave its group: use package isolated for hostile code). Close
+// removes the groups kept for reuse. Wait returns
 // once both output pipes are drained, or WaitDelay after the group was
 // killed if a process outside the group still holds them.
 //
@@ -70,6 +76,7 @@ type Executor struct {
 	passEnv    map[string]string
 	refuseSudo bool
 	waitDelay  time.Duration
+	groups     *cgroup.Cgroups // where each command gets a group; nil: none
 }
 
 // Option configures a Executor.
@@ -123,7 +130,18 @@ func New(opts ...Option) *Executor {
 	if e.waitDelay <= 0 {
 		e.waitDelay = procio.DefaultWaitDelay
 	}
+	if cg, err := cgroup.Find(); err == nil && cg.Pids() {
+		e.groups = cg
+	}
 	return e
+}
+
+// Close removes the control groups the executor keeps for reuse.
+// Commands started later still run. A local.Server closes its executor
+// when it closes.
+func (e *Executor) Close() error {
+	e.groups.Close()
+	return nil
 }
 
 // Start implements Executor. It returns an error only when the command could
@@ -187,6 +205,7 @@ func (e *Executor) prepare(ctx context.Context, cmd *local.Cmd) (localStart, *pr
 		stdout:    stdout,
 		stderr:    stderr,
 		waitDelay: e.waitDelay,
+		groups:    e.groups,
 	}, nil, nil
 }
 
@@ -198,6 +217,7 @@ type localStart struct {
 	env            []string
 	stdout, stderr io.Writer
 	waitDelay      time.Duration
+	groups         *cgroup.Cgroups
 }
 
 // environ builds the command's environment; see Executor.

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 	"github.com/sbx-go/vercel-sandbox/sandbox/internal/exectest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 )
@@ -57,6 +58,22 @@ cat d1 d2`
 			}
 		})
 	}
+}
+
+func TestHostileDaemonWithoutEnvironment(t *testing.T) {
+	if cg, err := cgroup.Find(); err != nil || !cg.Pids() {
+		t.Skipf("SKIPPED: without a writable control group, a daemon that clears its environment escapes: %v", err)
+	}
+	// It leaves the session and drops the environment that marks the
+	// command's processes: only the command's control group still holds it.
+	const script = `setsid env -i sh -c 'echo $$ > d; exec sleep 600' &
+while [ ! -s d ]; do sleep 0.01; done
+cat d`
+	out, stderr, _ := exectest.Run(t, hostexec.New(), localCmd(t, "sh", "-c", script))
+	pids := localPIDs(t, out)
+	require.Len(t, pids, 1, stderr)
+	assert.Eventually(t, func() bool { return localGone(pids[0]) }, 10*time.Second, 20*time.Millisecond,
+		"daemon %d does not outlive the command", pids[0])
 }
 
 func TestHostileInheritedDescriptor(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 	"github.com/sbx-go/vercel-sandbox/internal/procio"
 	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
@@ -32,7 +33,8 @@ var errLocalUnsupported error
 type localProcess struct {
 	cmd       *exec.Cmd
 	pgid      int
-	mark      string // the marker of its environment; see sweep
+	mark      string         // the marker of its environment; see sweep
+	group     *cgroup.Cgroup // its control group, or nil
 	outR      *os.File
 	errR      *os.File
 	outDone   chan struct{}
@@ -53,7 +55,7 @@ func startLocal(ctx context.Context, s localStart) (local.Process, error) {
 	}
 	// A session of its own: no controlling terminal, and a group that
 	// Signal reaches as a whole.
-	c, mark, err := startCmd(ctx, s, func(c *exec.Cmd) {
+	c, tr, err := startCmd(ctx, s, func(c *exec.Cmd) {
 		c.Stdout, c.Stderr = outW, errW
 		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	})
@@ -66,34 +68,64 @@ func startLocal(ctx context.Context, s localStart) (local.Process, error) {
 		errR.Close()
 		return startFailure(s, err)
 	}
-	return watch(ctx, c, mark, s.waitDelay, outR, errR, s.stdout, s.stderr), nil
+	return watch(ctx, c, tr, s.waitDelay, outR, errR, s.stdout, s.stderr), nil
+}
+
+// tracking is how the processes of a command are found when it ends, those
+// that left its process group included.
+type tracking struct {
+	mark  string         // carried in their environment; see sweep
+	group *cgroup.Cgroup // where they are born, and stay; nil: none
 }
 
 // startCmd starts the command of s, with what set adds, retrying an
 // executable that is momentarily busy. Every process the command starts
 // carries the returned mark in its environment, so that a sweep finds the
-// ones that left its group; no descriptor of the server but 0-2 reaches it.
-func startCmd(ctx context.Context, s localStart, set func(*exec.Cmd)) (*exec.Cmd, string, error) {
-	mark := newMark()
-	env := append(slices.Clip(s.env), markEnv+"="+mark)
-	procio.CloseInherited()
-	for attempt := 0; ; attempt++ {
-		c := &exec.Cmd{
-			Path: s.path,
-			Args: append([]string{s.name}, s.args...),
-			Dir:  s.dir,
-			Env:  env,
-		}
-		set(c)
-		err := c.Start()
-		// A file just written (a script uploaded to the sandbox) may still
-		// be open for writing in a process that another goroutine is
-		// forking at this moment; that lasts only until that process execs.
-		if !errors.Is(err, syscall.ETXTBSY) || attempt == localBusyRetries || ctx.Err() != nil {
-			return c, mark, err
-		}
-		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+// ones that left its group, and is born in its control group where there
+// is one (even a daemon that clears its environment stays there); no
+// descriptor of the server but 0-2 reaches it.
+func startCmd(ctx context.Context, s localStart, set func(*exec.Cmd)) (*exec.Cmd, tracking, error) {
+	tr := tracking{mark: newMark()}
+	if s.groups != nil {
+		tr.group, _ = s.groups.New(0, -1) // without one, the mark alone
 	}
+	env := append(slices.Clip(s.env), markEnv+"="+tr.mark)
+	procio.CloseInherited()
+	var c *exec.Cmd
+	start := func(into func(*syscall.SysProcAttr)) error {
+		for attempt := 0; ; attempt++ {
+			c = &exec.Cmd{
+				Path: s.path,
+				Args: append([]string{s.name}, s.args...),
+				Dir:  s.dir,
+				Env:  env,
+			}
+			set(c)
+			into(c.SysProcAttr)
+			err := c.Start()
+			// A file just written (a script uploaded to the sandbox) may
+			// still be open for writing in a process that another goroutine
+			// is forking at this moment; that lasts only until that process
+			// execs.
+			if !errors.Is(err, syscall.ETXTBSY) || attempt == localBusyRetries || ctx.Err() != nil {
+				return err
+			}
+			time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+		}
+	}
+	born, err := tr.group.StartIn(start)
+	switch {
+	case err != nil && c != nil && c.Process != nil: // started, but the group failed
+		_ = c.Process.Kill()
+		_ = c.Wait()
+		fallthrough
+	case err != nil:
+		tr.group.Release()
+		return c, tracking{}, err
+	case tr.group != nil && !born:
+		_ = tr.group.Add(c.Process.Pid) // cgroup v2: moved at once
+	}
+	return c, tr, nil
 }
 
 // startFailure reports a command that did not start: as a shell would
@@ -108,11 +140,12 @@ func startFailure(s localStart, err error) (local.Process, error) {
 // watch pumps the output of the started process group c to stdout and
 // stderr and kills the group when ctx ends. outR and errR may be the same
 // file (a terminal).
-func watch(ctx context.Context, c *exec.Cmd, mark string, waitDelay time.Duration, outR, errR *os.File, stdout, stderr io.Writer) *localProcess {
+func watch(ctx context.Context, c *exec.Cmd, tr tracking, waitDelay time.Duration, outR, errR *os.File, stdout, stderr io.Writer) *localProcess {
 	p := &localProcess{
 		cmd:       c,
 		pgid:      c.Process.Pid,
-		mark:      mark,
+		mark:      tr.mark,
+		group:     tr.group,
 		outR:      outR,
 		errR:      errR,
 		outDone:   make(chan struct{}),
@@ -152,7 +185,9 @@ func (p *localProcess) kill(pid, sig int) error {
 	}
 	err := syscall.Kill(pid, syscall.Signal(sig))
 	if sig == int(syscall.SIGKILL) && pid < 0 {
-		sweep(p.mark) // what left the group, daemons included
+		// What left the process group, daemons included.
+		p.group.KillAll()
+		sweep(p.mark)
 	}
 	if errors.Is(err, syscall.ESRCH) {
 		return nil // the group is gone: the process has finished
@@ -177,6 +212,7 @@ func (p *localProcess) Wait() (int, error) {
 	p.mu.Lock()
 	p.ended = true
 	p.mu.Unlock()
+	p.group.Release()
 
 	st := p.cmd.ProcessState
 	if st == nil {

@@ -19,7 +19,7 @@ func startTTY(ctx context.Context, s localStart, rows, cols int) (local.TTYProce
 	if err != nil {
 		return nil, fmt.Errorf("hostexec: %w", err)
 	}
-	c, mark, err := startCmd(ctx, s, func(c *exec.Cmd) {
+	c, tr, err := startCmd(ctx, s, func(c *exec.Cmd) {
 		c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
 		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	})
@@ -36,7 +36,7 @@ func startTTY(ctx context.Context, s localStart, rows, cols int) (local.TTYProce
 	}
 	// One output, the master: it is read and drained as a pipe would be.
 	return &ttyProcess{
-		localProcess: watch(ctx, c, mark, s.waitDelay, master, master, s.stdout, s.stdout),
+		localProcess: watch(ctx, c, tr, s.waitDelay, master, master, s.stdout, s.stdout),
 		Terminal:     procio.Terminal{Master: master},
 	}, nil
 }

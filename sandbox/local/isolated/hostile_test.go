@@ -100,6 +100,19 @@ func TestProbeWriteOutsideTheSandbox(t *testing.T) {
 	}
 }
 
+func TestProbeWriteTheSharedHostEtc(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	// Every sandbox sees the same copy of the host's files of /etc.
+	res := h.bash("for f in /etc/resolv.conf /etc/ld.so.cache /run/host-etc/resolv.conf /run/host-etc/x; do "+
+		"echo hostile >> $f && echo wrote $f; done; rm -rf /run/host-etc/* && echo removed", true)
+	assert.NotContains(t, string(res.Stdout), "wrote")
+	assert.NotContains(t, string(res.Stdout), "removed")
+	res = h.bash("cat /etc/resolv.conf /run/host-etc/x; ls /run/host-etc", false)
+	assert.NotContains(t, string(res.Stdout), "hostile", "a later sandbox sees the host's files as they are")
+	assert.Contains(t, string(res.Stdout), "ld.so.cache")
+}
+
 func TestProbeHostLoopbackService(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)

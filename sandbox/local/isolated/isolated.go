@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 	"github.com/sbx-go/vercel-sandbox/internal/isolate"
 	"github.com/sbx-go/vercel-sandbox/internal/procio"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
@@ -53,10 +54,12 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 //
 //   - a root filesystem of its own: the host's /usr, /bin, /sbin and /lib*
 //     read-only (symbolic links such as /bin -> usr/bin preserved), a few
-//     files of /etc (resolv.conf, ld.so.cache, certificates, ...) read-only,
-//     a generated /etc/passwd, /etc/group, /etc/hostname and /etc/hosts (or,
-//     with users, the sandbox's own writable /etc, where those files of the
-//     host are links to their read-only copies under /run/host-etc), a
+//     files of /etc (resolv.conf, ld.so.cache, certificates, ...) as links
+//     to /run/host-etc, a read-only copy that the executor keeps (one for
+//     all sandboxes, private to the server, updated when the host replaces
+//     one of them), a generated /etc/passwd, /etc/group, /etc/hostname and
+//     /etc/hosts (or, with users, the sandbox's own writable /etc, with the
+//     same links), a
 //     fresh /proc with /proc/sys read-only, and a minimal read-only /dev
 //     (null, zero, full, random, urandom, tty, pts) with a 64 MiB /dev/shm.
 //     Nothing else of the host is visible;
@@ -134,7 +137,7 @@ type Executor struct {
 	readOnly  []isolate.Mount
 	waitDelay time.Duration
 
-	cg          *isolate.Cgroups // nil: rlimits only
+	cg          *cgroup.Cgroups // nil: rlimits only
 	cgReason    string
 	engine      *isolate.Engine
 	usersReason string // why the sandboxes have one user, when they do
@@ -247,10 +250,12 @@ func (e *Executor) Limits() string {
 func (e *Executor) Users() (bool, string) { return e.engine.Users(), e.usersReason }
 
 // Close removes what the executor keeps between commands (control groups
-// kept for reuse). Commands started later still run. A local.Server
+// kept for reuse, its copy of the host's files of /etc). Commands started
+// later still run. A local.Server
 // closes its executor when it closes.
 func (e *Executor) Close() error {
 	e.cg.Close()
+	e.engine.Close()
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 	"github.com/sbx-go/vercel-sandbox/internal/isolate"
 	"github.com/sbx-go/vercel-sandbox/internal/procio"
 	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
@@ -35,7 +36,7 @@ func New(opts ...Option) (*Executor, error) {
 		e.usersReason = err.Error()
 	}
 	if e.cgroups && (e.memory > 0 || e.procs > 0) {
-		cg, err := isolate.FindCgroups()
+		cg, err := cgroup.Find()
 		if err != nil {
 			e.cgReason = err.Error()
 		} else {
@@ -46,11 +47,14 @@ func New(opts ...Option) (*Executor, error) {
 	if err != nil && engine.Users() {
 		// One user still isolates.
 		e.usersReason = "a sandbox with several users failed: " + err.Error()
+		e.engine.Close()
 		if e.engine, err = isolate.NewEngine(); err == nil {
 			err = e.probe()
 		}
 	}
 	if err != nil {
+		e.engine.Close()
+		e.cg.Close()
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return e, nil
@@ -302,7 +306,7 @@ func (e *Executor) run(ctx context.Context, spec *isolate.Spec, o isolate.Option
 
 // newCgroup returns a new control group with the executor's limits, or
 // nil when control groups do not apply.
-func (e *Executor) newCgroup() (*isolate.Cgroup, error) {
+func (e *Executor) newCgroup() (*cgroup.Cgroup, error) {
 	if e.cg == nil {
 		return nil, nil
 	}
@@ -365,7 +369,7 @@ func hostnameFor(name string) string {
 // isolatedProcess is a running sandbox.
 type isolatedProcess struct {
 	iso       *isolate.Process
-	cg        *isolate.Cgroup
+	cg        *cgroup.Cgroup
 	stderr    io.Writer
 	watch     *allocWatcher
 	outR      *os.File

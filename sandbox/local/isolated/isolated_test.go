@@ -100,7 +100,8 @@ func TestIsolatedBestExecutor(t *testing.T) {
 	newIsolated(t)
 	e, mode := isolated.Best()
 	assert.Equal(t, "isolated", mode)
-	assert.IsType(t, &isolated.Executor{}, e)
+	require.IsType(t, &isolated.Executor{}, e)
+	require.NoError(t, e.(*isolated.Executor).Close())
 }
 
 func TestIsolatedHostFilesInvisible(t *testing.T) {

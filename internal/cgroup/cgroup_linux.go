@@ -1,4 +1,4 @@
-package isolate
+package cgroup
 
 import (
 	"bufio"
@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/procio"
 )
 
 // Cgroups is where per-sandbox control groups can be created: a cgroup v2
@@ -25,9 +28,10 @@ import (
 // a sandbox, so groups whose processes have ended are kept for the next
 // sandbox (at most maxIdle of them) until Close.
 type Cgroups struct {
-	v2      string // cgroup v2 parent directory, or ""
-	memory  string // cgroup v1 memory parent, or ""
-	pids    string // cgroup v1 pids parent, or ""
+	v2      string            // cgroup v2 parent directory, or ""
+	memory  string            // cgroup v1 memory parent, or ""
+	pids    string            // cgroup v1 pids parent, or ""
+	mounts  map[string]string // cgroup v1 controller: its hierarchy's mount point
 	counter atomic.Int64
 
 	mu     sync.Mutex
@@ -40,7 +44,8 @@ const maxIdle = 8
 
 // Cgroup is the control group of one sandbox.
 type Cgroup struct {
-	dirs      []string
+	dirs      []string // one per controller, for cgroup v1
+	ctrls     []string // the controller of each of dirs, for cgroup v1
 	memDir    string
 	v2        bool
 	memory    int64    // its limits
@@ -49,10 +54,15 @@ type Cgroup struct {
 	owner     *Cgroups // where it goes back when released
 }
 
-// FindCgroups looks for writable control groups under the ones this process
+// Find looks for writable control groups under the ones this process
 // is in. It returns nil and the reason when there are none.
-func FindCgroups() (*Cgroups, error) {
-	data, err := os.ReadFile("/proc/self/cgroup")
+func Find() (*Cgroups, error) {
+	// The groups of a thread of ours that StartIn does not hold: the
+	// process's own. /proc/self names the main thread's, which may be one
+	// that StartIn moved into a command's group for a moment.
+	runtime.LockOSThread()
+	data, err := os.ReadFile("/proc/thread-self/cgroup")
+	runtime.UnlockOSThread()
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +70,7 @@ func FindCgroups() (*Cgroups, error) {
 	if err != nil {
 		return nil, err
 	}
-	cg := &Cgroups{}
+	cg := &Cgroups{mounts: map[string]string{}}
 	var reasons []string
 	for line := range strings.Lines(string(data)) {
 		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
@@ -105,6 +115,7 @@ func FindCgroups() (*Cgroups, error) {
 			} else {
 				cg.pids = dir
 			}
+			cg.mounts[c] = mp
 		}
 	}
 	if cg.v2 != "" {
@@ -129,13 +140,9 @@ func (c *Cgroups) removeStale() {
 		}
 		ents, _ := os.ReadDir(parent)
 		for _, e := range ents {
-			rest, ok := strings.CutPrefix(e.Name(), "sandbox-")
-			pidText, _, _ := strings.Cut(rest, "-")
-			pid, err := strconv.Atoi(pidText)
-			if !ok || err != nil || pid == os.Getpid() || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-				continue
+			if procio.Abandoned(e.Name(), "sandbox-") {
+				_ = os.Remove(filepath.Join(parent, e.Name())) // fails if not empty
 			}
-			_ = os.Remove(filepath.Join(parent, e.Name())) // fails if not empty
 		}
 	}
 }
@@ -165,7 +172,8 @@ func (c *Cgroups) String() string {
 }
 
 // New creates a control group limited to memory bytes (0: no limit) and
-// pids processes (0: no limit).
+// pids processes (0: no limit; less than 0: no limit, but a group all the
+// same, that KillAll empties).
 func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 	c.mu.Lock()
 	for i, g := range c.idle {
@@ -181,20 +189,23 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 	_, _ = rand.Read(rnd[:])
 	name := fmt.Sprintf("sandbox-%d-%d-%x", os.Getpid(), c.counter.Add(1), rnd)
 	g := &Cgroup{memory: memory, pids: pids, owner: c}
-	mk := func(parent string) (string, error) {
+	mk := func(parent, ctrl string) (string, error) {
 		dir := filepath.Join(parent, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return "", err
 		}
-		g.dirs = append(g.dirs, dir)
+		g.dirs, g.ctrls = append(g.dirs, dir), append(g.ctrls, ctrl)
 		return dir, nil
+	}
+	if pids > 0 {
+		pids++ // the sandbox's bwrap process, born in the group (see StartIn)
 	}
 	fail := func(err error) (*Cgroup, error) {
 		g.Remove()
-		return nil, fmt.Errorf("isolate: cgroup: %w", err)
+		return nil, fmt.Errorf("cgroup: %w", err)
 	}
 	if c.v2 != "" {
-		dir, err := mk(c.v2)
+		dir, err := mk(c.v2, "")
 		if err != nil {
 			return fail(err)
 		}
@@ -213,7 +224,7 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 		return g, nil
 	}
 	if c.memory != "" && memory > 0 {
-		dir, err := mk(c.memory)
+		dir, err := mk(c.memory, "memory")
 		if err != nil {
 			return fail(err)
 		}
@@ -224,13 +235,15 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 		// Without swap accounting the file is missing; that is fine.
 		_ = writeFile(dir, "memory.memsw.limit_in_bytes", memory)
 	}
-	if c.pids != "" && pids > 0 {
-		dir, err := mk(c.pids)
+	if c.pids != "" && pids != 0 {
+		dir, err := mk(c.pids, "pids")
 		if err != nil {
 			return fail(err)
 		}
-		if err := writeFile(dir, "pids.max", pids); err != nil {
-			return fail(err)
+		if pids > 0 {
+			if err := writeFile(dir, "pids.max", pids); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	return g, nil
@@ -241,10 +254,40 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 func (g *Cgroup) Add(pid int) error {
 	for _, d := range g.dirs {
 		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			return fmt.Errorf("isolate: cgroup: %w", err)
+			return fmt.Errorf("cgroup: %w", err)
 		}
 	}
 	return nil
+}
+
+// KillAll kills every process of the group with SIGKILL, and those they
+// fork meanwhile, until none is left (for at most a second).
+func (g *Cgroup) KillAll() {
+	if g == nil || len(g.dirs) == 0 {
+		return
+	}
+	// Every process of the group is in each of its directories.
+	dir := g.dirs[len(g.dirs)-1]
+	if g.v2 {
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) // Linux 5.14
+	}
+	self := os.Getpid()
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return
+		}
+		pids := strings.Fields(string(data))
+		if len(pids) == 0 {
+			return
+		}
+		for _, f := range pids {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 && pid != self {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(100 * time.Microsecond) // the kernel releases the killed
+	}
 }
 
 // Release hands back a group whose processes have ended: it is kept for
@@ -386,4 +429,102 @@ func contains(list []string, s string) bool {
 
 func writeFile(dir, name string, v int64) error {
 	return os.WriteFile(filepath.Join(dir, name), []byte(strconv.FormatInt(v, 10)), 0o644)
+}
+
+// Born in the group. Moving a running process into a cgroup v1 group
+// (Add) takes a lock global to the kernel, whose writer waits for an RCU
+// grace period and slows every fork meanwhile: 0.3 ms on an idle
+// machine, over a millisecond while sandboxes start. A thread that moves
+// itself (it writes 0 to a tasks file) takes no such lock. So StartIn
+// starts the sandbox from a thread of its own that joins the group, forks
+// there and goes back: the command's first process is born in the group,
+// and everything it starts too. No process of the command is ever outside
+// the group. On cgroup v2 the kernel clones it into the group directly.
+
+// StartIn calls start, which starts one process, so that the process is
+// born in g, and reports whether it was. start passes the process's
+// SysProcAttr to into before it starts it. On cgroup v2 the process is
+// cloned into g (CLONE_INTO_CGROUP, Linux 5.7); where that fails, or g
+// cannot be joined, start runs again as usual and the caller moves the
+// process (Add). When this thread cannot leave g, StartIn fails and ends
+// the thread; the process it started, if any, dies with it (Pdeathsig).
+func (g *Cgroup) StartIn(start func(into func(*syscall.SysProcAttr)) error) (born bool, err error) {
+	asUsual := func(*syscall.SysProcAttr) {}
+	switch {
+	case g == nil || g.owner == nil || len(g.dirs) == 0:
+		return false, start(asUsual)
+	case g.v2:
+		dir, err := os.Open(g.dirs[0])
+		if err != nil {
+			return false, start(asUsual)
+		}
+		defer dir.Close()
+		fd := int(dir.Fd())
+		if start(func(a *syscall.SysProcAttr) { a.UseCgroupFD, a.CgroupFD = true, fd }) == nil {
+			return true, nil
+		}
+		return false, start(asUsual)
+	}
+	type result struct {
+		born bool
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		back, err := g.owner.threadGroups(g.ctrls)
+		joined := err == nil && g.joinThread(g.dirs) == nil
+		if joined {
+			err = start(asUsual)
+		}
+		if berr := g.joinThread(back); berr != nil {
+			// The thread stays locked: it ends with this goroutine.
+			done <- result{err: fmt.Errorf("cgroup: leave the sandbox's group: %w", berr)}
+			return
+		}
+		runtime.UnlockOSThread()
+		if !joined {
+			err = start(asUsual)
+		}
+		done <- result{born: joined, err: err}
+	}()
+	r := <-done
+	return r.born, r.err
+}
+
+// joinThread moves the calling thread, alone, into the groups dirs.
+func (g *Cgroup) joinThread(dirs []string) error {
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "tasks"), []byte("0"), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// threadGroups returns the directories of the groups of the calling
+// thread in the cgroup v1 hierarchies of ctrls, in that order.
+func (c *Cgroups) threadGroups(ctrls []string) ([]string, error) {
+	data, err := os.ReadFile("/proc/thread-self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	dirs := make([]string, len(ctrls))
+	for line := range strings.Lines(string(data)) {
+		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for i, ctrl := range ctrls {
+			if mp := c.mounts[ctrl]; mp != "" && contains(strings.Split(parts[1], ","), ctrl) {
+				dirs[i] = filepath.Join(mp, parts[2])
+			}
+		}
+	}
+	for i, d := range dirs {
+		if d == "" {
+			return nil, fmt.Errorf("no %s group for this thread", ctrls[i])
+		}
+	}
+	return dirs, nil
 }

@@ -1,0 +1,348 @@
+package sandbox_test
+
+import (
+	"context"
+	"io/fs"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/files"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+)
+
+// inputFixture is a fake with one sandbox, a user of it and a handle to a
+// command, shared by the cases (which send no request).
+type inputFixture struct {
+	env  *env
+	ctx  context.Context
+	c    *sandbox.Client
+	sb   *sandbox.Sandbox
+	user *sandbox.User
+	h    *command.Handle
+}
+
+func newInputFixture(t *testing.T) *inputFixture {
+	e := newEnv(t)
+	sb := e.create("inputs")
+	user, err := sb.AsUser("alice")
+	require.NoError(t, err)
+	h, err := sb.Attach("cmd_0123")
+	require.NoError(t, err)
+	return &inputFixture{env: e, ctx: t.Context(), c: e.c, sb: sb, user: user, h: h}
+}
+
+const nul = "a\x00b"
+
+var long = strings.Repeat("x", 300)
+
+// pathCases refuses "", a NUL byte and (when file) a path that names a
+// directory, for an entry point taking a sandbox path.
+func pathCases(entry, field string, file bool, call func(f *inputFixture, p string) error) []inputCase {
+	bad := []string{"", nul}
+	if file {
+		bad = append(bad, "a/", "dir/.", "dir/..", "/")
+	}
+	out := make([]inputCase, 0, len(bad))
+	for _, p := range bad {
+		out = append(out, inputCase{entry: entry, field: field, call: func(f *inputFixture) error { return call(f, p) }})
+	}
+	return out
+}
+
+func ignore[T any](_ T, err error) error { return err }
+
+func sandboxCases() []inputCase {
+	dur := func(d time.Duration) *time.Duration { return &d }
+	cs := []inputCase{
+		{entry: "sandbox.NewClient", field: "WithHTTPClient", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithHTTPClient(nil)))
+		}},
+		{entry: "sandbox.WithCredentials", field: "WithCredentials", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithCredentials(nil)))
+		}},
+		{entry: "sandbox.WithTransport", field: "WithTransport", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithTransport(nil)))
+		}},
+		{entry: "sandbox.WithHTTPClient", field: "WithHTTPClient", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithHTTPClient(nil)))
+		}},
+		{entry: "sandbox.WithMaxResponseSize", field: "WithMaxResponseSize", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithMaxResponseSize(-1)))
+		}},
+		{entry: "sandbox.WithBaseURL", field: "BaseURL", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithBaseURL("ftp://example.com")))
+		}},
+		{entry: "sandbox.WithRequestTimeout", field: "RequestTimeout", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithRequestTimeout(-time.Second)))
+		}},
+		{entry: "sandbox.WithMiddleware", field: "WithMiddleware[1]", call: func(*inputFixture) error {
+			pass := func(r *http.Request, next sandbox.RoundTripFunc) (*http.Response, error) { return next(r) }
+			return ignore(sandbox.NewClient(sandbox.WithMiddleware(pass, nil)))
+		}},
+		{entry: "sandbox.WithRetryPolicy", field: "WithRetryPolicy.BaseDelay", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: -time.Second})))
+		}},
+		{entry: "sandbox.WithRetryPolicy", field: "WithRetryPolicy.MaxRetryAfter", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithRetryPolicy(sandbox.RetryPolicy{MaxRetryAfter: -time.Second})))
+		}},
+		{entry: "sandbox.WithToken", field: "WithToken", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithToken("", "team", "prj")))
+		}},
+		{entry: "sandbox.WithToken", field: "WithToken", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithToken("tok", "team", "")))
+		}},
+		{entry: "sandbox.ValidateName", field: "Name", call: func(*inputFixture) error { return sandbox.ValidateName("a b") }},
+		{entry: "sandbox.NewName", field: "Name", call: func(*inputFixture) error {
+			return sandbox.ValidateName(sandbox.NewName("bad prefix"))
+		}},
+		{entry: "sandbox.CreateParams.Validate", field: "Ports", call: func(*inputFixture) error {
+			return (&sandbox.CreateParams{Ports: []int{1}}).Validate()
+		}},
+		{entry: "sandbox.ForkParams.Validate", field: "VCPUs", call: func(*inputFixture) error {
+			return (&sandbox.ForkParams{VCPUs: -1}).Validate()
+		}},
+		{entry: "sandbox.UpdateParams.Validate", field: "VCPUs", call: func(*inputFixture) error {
+			return (&sandbox.UpdateParams{VCPUs: -2}).Validate()
+		}},
+		{entry: "sandbox.NetworkPolicy.Validate", field: "NetworkPolicy.Allow[0]", call: func(*inputFixture) error {
+			return (&sandbox.NetworkPolicy{Allow: []string{nul}}).Validate()
+		}},
+		{entry: "sandbox.Client.Create", field: "Name", call: func(f *inputFixture) error {
+			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Name: "a/b"}))
+		}},
+		{entry: "sandbox.Client.GetOrCreate", field: "Name", call: func(f *inputFixture) error {
+			return ignore(f.c.GetOrCreate(f.ctx, sandbox.CreateParams{Name: nul}))
+		}},
+		{entry: "sandbox.Client.Get", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.Get(f.ctx, "")) }},
+		{entry: "sandbox.Client.Resume", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.Resume(f.ctx, "../x")) }},
+		{entry: "sandbox.Client.Delete", field: "Name", call: func(f *inputFixture) error { return f.c.Delete(f.ctx, "") }},
+		{entry: "sandbox.Client.StopSandbox", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.StopSandbox(f.ctx, "")) }},
+		{entry: "sandbox.Client.Fork", field: "Name", call: func(f *inputFixture) error {
+			return ignore(f.c.Fork(f.ctx, "", sandbox.ForkParams{}))
+		}},
+		{entry: "sandbox.Client.Update", field: "Name", call: func(f *inputFixture) error {
+			return ignore3(f.c.Update(f.ctx, "", sandbox.UpdateParams{}))
+		}},
+		{entry: "sandbox.Client.Session", field: "sessionID", call: func(f *inputFixture) error { return ignore3(f.c.Session(f.ctx, "")) }},
+		{entry: "sandbox.Client.Stop", field: "sessionID", call: func(f *inputFixture) error { return ignore(f.c.Stop(f.ctx, "a/b")) }},
+		{entry: "sandbox.Client.ExtendTimeout", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.ExtendTimeout(f.ctx, "", time.Minute))
+		}},
+		{entry: "sandbox.Client.ExtendTimeout", field: "d", call: func(f *inputFixture) error {
+			return ignore(f.c.ExtendTimeout(f.ctx, f.sb.SessionID(), -time.Minute))
+		}},
+		{entry: "sandbox.Client.SetNetworkPolicy", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.SetNetworkPolicy(f.ctx, "", sandbox.AllowAll()))
+		}},
+		{entry: "sandbox.Client.SetNetworkPolicy", field: "NetworkPolicy", call: func(f *inputFixture) error {
+			return ignore(f.c.SetNetworkPolicy(f.ctx, f.sb.SessionID(), nil))
+		}},
+		{entry: "sandbox.Client.Snapshot", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.Snapshot(f.ctx, "", sandbox.SnapshotParams{}))
+		}},
+		{entry: "sandbox.Client.Snapshot", field: "Expiration", call: func(f *inputFixture) error {
+			return ignore(f.c.Snapshot(f.ctx, f.sb.SessionID(), sandbox.SnapshotParams{Expiration: dur(-time.Hour)}))
+		}},
+		{entry: "sandbox.Client.GetSnapshot", field: "snapshotID", call: func(f *inputFixture) error { return ignore(f.c.GetSnapshot(f.ctx, "")) }},
+		{entry: "sandbox.Client.DeleteSnapshot", field: "snapshotID", call: func(f *inputFixture) error {
+			return ignore(f.c.DeleteSnapshot(f.ctx, "a/b"))
+		}},
+		{entry: "sandbox.Client.SnapshotTree", field: "snapshotID", call: func(f *inputFixture) error {
+			return ignore(f.c.SnapshotTree(f.ctx, "", sandbox.SnapshotTreeParams{}))
+		}},
+		{entry: "sandbox.Client.SnapshotTree", field: "PageSize", call: func(f *inputFixture) error {
+			return ignore(f.c.SnapshotTree(f.ctx, "snap_1", sandbox.SnapshotTreeParams{PageSize: -1}))
+		}},
+		{entry: "sandbox.Client.List", field: "PageSize", call: func(f *inputFixture) error {
+			return errOf(f.c.List(f.ctx, sandbox.ListParams{PageSize: -1}))
+		}},
+		{entry: "sandbox.Client.ListSessions", field: "PageSize", call: func(f *inputFixture) error {
+			return errOf(f.c.ListSessions(f.ctx, sandbox.PageParams{PageSize: 51}))
+		}},
+		{entry: "sandbox.Client.ListSnapshots", field: "SandboxName", call: func(f *inputFixture) error {
+			return errOf(f.c.ListSnapshots(f.ctx, sandbox.PageParams{SandboxName: nul}))
+		}},
+		{entry: "sandbox.Client.ListDrives", field: "PageSize", call: func(f *inputFixture) error {
+			return errOf(f.c.ListDrives(f.ctx, sandbox.DriveListParams{PageSize: -1}))
+		}},
+		{entry: "sandbox.Client.GetOrCreateDrive", field: "name", call: func(f *inputFixture) error {
+			return ignore(f.c.GetOrCreateDrive(f.ctx, "", sandbox.DriveParams{}))
+		}},
+		{entry: "sandbox.Client.GetOrCreateDrive", field: "MaxSize", call: func(f *inputFixture) error {
+			return ignore(f.c.GetOrCreateDrive(f.ctx, "d", sandbox.DriveParams{MaxSize: -1}))
+		}},
+		{entry: "sandbox.Client.GetDrive", field: "name", call: func(f *inputFixture) error { return ignore(f.c.GetDrive(f.ctx, nul)) }},
+		{entry: "sandbox.Client.DeleteDrive", field: "name", call: func(f *inputFixture) error { return ignore(f.c.DeleteDrive(f.ctx, "")) }},
+		{entry: "sandbox.Client.Health", field: "name", call: func(f *inputFixture) error { return ignore(f.c.Health(f.ctx, "", "")) }},
+		{entry: "sandbox.Client.Health", field: "sessionID", call: func(f *inputFixture) error { return ignore(f.c.Health(f.ctx, "", nul)) }},
+		{entry: "sandbox.HealthTimeout", field: "HealthTimeout", call: func(f *inputFixture) error {
+			return ignore(f.sb.Health(f.ctx, sandbox.HealthTimeout(-time.Second)))
+		}},
+		{entry: "sandbox.HealthCommand", field: "Cmd.Name", call: func(f *inputFixture) error {
+			return ignore(f.sb.Health(f.ctx, sandbox.HealthCommand(&command.Cmd{})))
+		}},
+		{entry: "sandbox.Client.OpenInteractive", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.OpenInteractive(f.ctx, ""))
+		}},
+		{entry: "sandbox.Client.Attach", field: "Ref", call: func(f *inputFixture) error { return ignore(f.c.Attach(command.Ref{})) }},
+		{entry: "sandbox.GitSource", field: "Source", call: func(f *inputFixture) error {
+			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Source: sandbox.GitSource("", sandbox.GitOptions{})}))
+		}},
+		{entry: "sandbox.TarballSource", field: "Source", call: func(f *inputFixture) error {
+			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Source: sandbox.TarballSource("")}))
+		}},
+		{entry: "sandbox.SnapshotSource", field: "Source", call: func(f *inputFixture) error {
+			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Source: sandbox.SnapshotSource("")}))
+		}},
+		{entry: "sandbox.WithSizedUploads", field: "WithSizedUploads", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithSizedUploads(nul)))
+		}},
+		{entry: "sandbox.ReadCwd", field: "cwd", call: func(f *inputFixture) error {
+			return ignore(f.sb.ReadFileBytes(f.ctx, "a", sandbox.ReadCwd(nul)))
+		}},
+
+		// Sandbox.
+		{entry: "sandbox.Sandbox.Run", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.sb.Run(f.ctx, nil)) }},
+		{entry: "sandbox.Sandbox.Output", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.sb.Output(f.ctx, nil)) }},
+		{entry: "sandbox.Sandbox.CombinedOutput", field: "Cmd", call: func(f *inputFixture) error {
+			return ignore(f.sb.CombinedOutput(f.ctx, nil))
+		}},
+		{entry: "sandbox.Sandbox.Start", field: "Cmd.Name", call: func(f *inputFixture) error {
+			return ignore(f.sb.Start(f.ctx, &command.Cmd{}))
+		}},
+		{entry: "sandbox.Sandbox.Attach", field: "CommandID", call: func(f *inputFixture) error { return ignore(f.sb.Attach("")) }},
+		{entry: "sandbox.Sandbox.Attach", field: "CommandID", call: func(f *inputFixture) error { return ignore(f.sb.Attach("a/b")) }},
+		{entry: "sandbox.Sandbox.Domain", field: "port", call: func(f *inputFixture) error { return ignore(f.sb.Domain(-1)) }},
+		{entry: "sandbox.Sandbox.ExtendTimeout", field: "d", call: func(f *inputFixture) error { return ignore(f.sb.ExtendTimeout(f.ctx, 0)) }},
+		{entry: "sandbox.Sandbox.SetNetworkPolicy", field: "NetworkPolicy", call: func(f *inputFixture) error {
+			return ignore(f.sb.SetNetworkPolicy(f.ctx, nil))
+		}},
+		{entry: "sandbox.Sandbox.Snapshot", field: "Expiration", call: func(f *inputFixture) error {
+			return ignore(f.sb.Snapshot(f.ctx, sandbox.SnapshotParams{Expiration: dur(time.Minute)}))
+		}},
+		{entry: "sandbox.Sandbox.Fork", field: "Name", call: func(f *inputFixture) error {
+			return ignore(f.sb.Fork(f.ctx, sandbox.ForkParams{Name: nul}))
+		}},
+		{entry: "sandbox.Sandbox.Update", field: "VCPUs", call: func(f *inputFixture) error {
+			return f.sb.Update(f.ctx, sandbox.UpdateParams{VCPUs: 3})
+		}},
+		{entry: "sandbox.Sandbox.AsUser", field: "name", call: func(f *inputFixture) error { return ignore(f.sb.AsUser("Bad User")) }},
+		{entry: "sandbox.Sandbox.CreateUser", field: "name", call: func(f *inputFixture) error { return ignore(f.sb.CreateUser(f.ctx, "")) }},
+		{entry: "sandbox.Sandbox.CreateGroup", field: "name", call: func(f *inputFixture) error { return ignore(f.sb.CreateGroup(f.ctx, long)) }},
+		{entry: "sandbox.Sandbox.AddUserToGroup", field: "user", call: func(f *inputFixture) error {
+			return f.sb.AddUserToGroup(f.ctx, "", "g")
+		}},
+		{entry: "sandbox.Sandbox.AddUserToGroup", field: "group", call: func(f *inputFixture) error {
+			return f.sb.AddUserToGroup(f.ctx, "u", "-g")
+		}},
+		{entry: "sandbox.Sandbox.RemoveUserFromGroup", field: "group", call: func(f *inputFixture) error {
+			return f.sb.RemoveUserFromGroup(f.ctx, "u", "")
+		}},
+		{entry: "sandbox.Sandbox.WriteFiles", field: "entries[0]", call: func(f *inputFixture) error {
+			return f.sb.WriteFiles(f.ctx, []files.Entry{{}})
+		}},
+		{entry: "sandbox.Sandbox.DownloadFile", field: "dst", call: func(f *inputFixture) error {
+			return ignore(f.sb.DownloadFile(f.ctx, "a", ""))
+		}},
+		{entry: "sandbox.Sandbox.Chmod", field: "mode", call: func(f *inputFixture) error { return f.sb.Chmod(f.ctx, "a", fs.ModeDir) }},
+		{entry: "sandbox.Sandbox.Chown", field: "uid", call: func(f *inputFixture) error { return f.sb.Chown(f.ctx, "a", -2, 0) }},
+		{entry: "sandbox.Sandbox.MkdirTemp", field: "pattern", call: func(f *inputFixture) error {
+			return ignore(f.sb.MkdirTemp(f.ctx, "", "a/b"))
+		}},
+		{entry: "sandbox.Sandbox.MkdirTemp", field: "dir", call: func(f *inputFixture) error {
+			return ignore(f.sb.MkdirTemp(f.ctx, nul, "x"))
+		}},
+		{entry: "sandbox.Sandbox.DirFS", field: "dir", call: func(f *inputFixture) error {
+			return ignore(fs.ReadFile(f.sb.DirFS(f.ctx, ""), "a"))
+		}},
+		{entry: "sandbox.Sandbox.Walk", field: "path", call: func(f *inputFixture) error { return errOf(f.sb.Walk(f.ctx, "")) }},
+		{entry: "sandbox.Sandbox.Rename", field: "newpath", call: func(f *inputFixture) error { return f.sb.Rename(f.ctx, "a", "") }},
+		{entry: "sandbox.Sandbox.CopyFile", field: "dst", call: func(f *inputFixture) error { return f.sb.CopyFile(f.ctx, "a", nul) }},
+		{entry: "sandbox.Sandbox.Symlink", field: "oldname", call: func(f *inputFixture) error { return f.sb.Symlink(f.ctx, "", "b") }},
+		{entry: "sandbox.Drive.Mount", field: "Mounts", call: func(f *inputFixture) error {
+			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Mounts: map[string]sandbox.Mount{"/data": sandbox.Drive{}.Mount()}}))
+		}},
+		{entry: "sandbox.Drive.SnapshotMount", field: "Mounts", call: func(f *inputFixture) error {
+			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Mounts: map[string]sandbox.Mount{"/data": sandbox.Drive{}.SnapshotMount()}}))
+		}},
+
+		// User.
+		{entry: "sandbox.User.Run", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.user.Run(f.ctx, nil)) }},
+		{entry: "sandbox.User.Output", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.user.Output(f.ctx, nil)) }},
+		{entry: "sandbox.User.Start", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.user.Start(f.ctx, nil)) }},
+		{entry: "sandbox.User.WriteFiles", field: "entries[0]", call: func(f *inputFixture) error {
+			return f.user.WriteFiles(f.ctx, []files.Entry{{}})
+		}},
+		{entry: "sandbox.User.Chmod", field: "mode", call: func(f *inputFixture) error { return f.user.Chmod(f.ctx, "a", fs.ModeSymlink) }},
+		{entry: "sandbox.User.Chown", field: "uid", call: func(f *inputFixture) error { return f.user.Chown(f.ctx, "a", 0, -3) }},
+		{entry: "sandbox.User.MkdirTemp", field: "pattern", call: func(f *inputFixture) error {
+			return ignore(f.user.MkdirTemp(f.ctx, "", nul))
+		}},
+		{entry: "sandbox.User.DirFS", field: "dir", call: func(f *inputFixture) error {
+			return ignore(fs.ReadFile(f.user.DirFS(f.ctx, nul), "a"))
+		}},
+		{entry: "sandbox.User.Walk", field: "path", call: func(f *inputFixture) error { return errOf(f.user.Walk(f.ctx, nul)) }},
+		{entry: "sandbox.User.Rename", field: "newpath", call: func(f *inputFixture) error { return f.user.Rename(f.ctx, "a", "") }},
+		{entry: "sandbox.User.CopyFile", field: "dst", call: func(f *inputFixture) error { return f.user.CopyFile(f.ctx, "a", "") }},
+		{entry: "sandbox.User.Symlink", field: "oldname", call: func(f *inputFixture) error { return f.user.Symlink(f.ctx, nul, "b") }},
+	}
+	// The calls that take one sandbox path, for a Sandbox and a User.
+	type pathCall struct {
+		name string
+		file bool // the path must name a file
+		sb   func(f *inputFixture, p string) error
+		user func(f *inputFixture, p string) error
+	}
+	for _, pc := range []pathCall{
+		{"WriteFile", true, func(f *inputFixture, p string) error { return f.sb.WriteFile(f.ctx, p, nil) },
+			func(f *inputFixture, p string) error { return f.user.WriteFile(f.ctx, p, nil) }},
+		{"AppendFile", true, func(f *inputFixture, p string) error { return f.sb.AppendFile(f.ctx, p, nil) },
+			func(f *inputFixture, p string) error { return f.user.AppendFile(f.ctx, p, nil) }},
+		{"ReadFile", false, func(f *inputFixture, p string) error { return ignore(f.sb.ReadFile(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.ReadFile(f.ctx, p)) }},
+		{"ReadFileBytes", false, func(f *inputFixture, p string) error { return ignore(f.sb.ReadFileBytes(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.ReadFileBytes(f.ctx, p)) }},
+		{"Stat", false, func(f *inputFixture, p string) error { return ignore(f.sb.Stat(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.Stat(f.ctx, p)) }},
+		{"Lstat", false, func(f *inputFixture, p string) error { return ignore(f.sb.Lstat(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.Lstat(f.ctx, p)) }},
+		{"Exists", false, func(f *inputFixture, p string) error { return ignore(f.sb.Exists(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.Exists(f.ctx, p)) }},
+		{"ReadDir", false, func(f *inputFixture, p string) error { return ignore(f.sb.ReadDir(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.ReadDir(f.ctx, p)) }},
+		{"Readlink", false, func(f *inputFixture, p string) error { return ignore(f.sb.Readlink(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.Readlink(f.ctx, p)) }},
+		{"Realpath", false, func(f *inputFixture, p string) error { return ignore(f.sb.Realpath(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.Realpath(f.ctx, p)) }},
+		{"Remove", false, func(f *inputFixture, p string) error { return f.sb.Remove(f.ctx, p) },
+			func(f *inputFixture, p string) error { return f.user.Remove(f.ctx, p) }},
+		{"RemoveAll", false, func(f *inputFixture, p string) error { return f.sb.RemoveAll(f.ctx, p) },
+			func(f *inputFixture, p string) error { return f.user.RemoveAll(f.ctx, p) }},
+		{"Rename", false, func(f *inputFixture, p string) error { return f.sb.Rename(f.ctx, p, "b") },
+			func(f *inputFixture, p string) error { return f.user.Rename(f.ctx, p, "b") }},
+		{"CopyFile", false, func(f *inputFixture, p string) error { return f.sb.CopyFile(f.ctx, p, "b") },
+			func(f *inputFixture, p string) error { return f.user.CopyFile(f.ctx, p, "b") }},
+		{"Symlink", false, func(f *inputFixture, p string) error { return f.sb.Symlink(f.ctx, "a", p) },
+			func(f *inputFixture, p string) error { return f.user.Symlink(f.ctx, "a", p) }},
+		{"Chmod", false, func(f *inputFixture, p string) error { return f.sb.Chmod(f.ctx, p, 0o644) },
+			func(f *inputFixture, p string) error { return f.user.Chmod(f.ctx, p, 0o644) }},
+		{"Chown", false, func(f *inputFixture, p string) error { return f.sb.Chown(f.ctx, p, 0, 0) },
+			func(f *inputFixture, p string) error { return f.user.Chown(f.ctx, p, 0, 0) }},
+	} {
+		cs = append(cs, pathCases("sandbox.Sandbox."+pc.name, "path", pc.file, pc.sb)...)
+		cs = append(cs, pathCases("sandbox.User."+pc.name, "path", pc.file, pc.user)...)
+	}
+	cs = append(cs, pathCases("sandbox.Sandbox.MkDir", "path", false, func(f *inputFixture, p string) error { return f.sb.MkDir(f.ctx, p) })...)
+	cs = append(cs, pathCases("sandbox.Sandbox.MkDirAll", "path", false, func(f *inputFixture, p string) error { return f.sb.MkDirAll(f.ctx, p) })...)
+	cs = append(cs, pathCases("sandbox.Sandbox.DownloadFile", "path", false, func(f *inputFixture, p string) error {
+		return ignore(f.sb.DownloadFile(f.ctx, p, "/nonexistent/x"))
+	})...)
+	return cs
+}
+
+func ignore3[A, B any](_ A, _ B, err error) error { return err }

@@ -14,6 +14,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 )
 
@@ -120,7 +122,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 		data = append(data, f.data)
 	}
 	for i, d := range data {
-		r, w, err := os.Pipe()
+		r, w, err := blockingPipe()
 		if err != nil {
 			closeAll(parent)
 			closeAll(child)
@@ -217,6 +219,17 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 		return abort(fmt.Errorf("isolate: release the sandbox: %w", err))
 	}
 	return p, nil
+}
+
+// blockingPipe returns a pipe whose ends stay out of the runtime's
+// poller: they are bwrap's, or read and written once here, so the
+// registration os.Pipe makes (and undoes on each exec) is only cost.
+func blockingPipe() (r, w *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("isolate: pipe: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
 }
 
 // setRlimits lowers the limits of process pid to lims (never raising a

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,7 +108,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	}
 	var files []etcFile
 	if !own {
-		files = generatedEtc(spec.Hostname)
+		files = []etcFile{{hostsAt, hostsData(spec.Hostname)}}
 	}
 	var parent, child []*os.File
 	closeAll := func(fs []*os.File) {
@@ -343,25 +344,17 @@ func (e *Engine) args(spec *Spec, files []etcFile, st staged) []string {
 	if acct := spec.account(); acct != nil && e.users != nil {
 		a, path, args = e.switchUser(a, *acct, path, args)
 	}
-	hostname := spec.Hostname
-	if hostname == "" {
-		hostname = "sandbox"
-	}
-	a = append(a, "--uid", strconv.Itoa(uid), "--gid", strconv.Itoa(gid), "--hostname", hostname)
+	a = append(a, "--uid", strconv.Itoa(uid), "--gid", strconv.Itoa(gid), "--hostname", orDefault(spec.Hostname))
 	a = append(a, systemArgs()...)
-	if st.dir != "" {
-		a = append(a, "--ro-bind", st.dir, stagedEtc)
-	}
 	if e.ownEtc(spec) {
-		// Its /etc links to the stage itself (see prepareEtc).
-		a = append(a, "--bind", spec.Etc, "/etc")
+		// Its /etc links to the stage (see prepareEtc).
+		a = append(a, "--ro-bind", st.dir, stagedEtc, "--bind", spec.Etc, "/etc")
 	} else {
-		a = append(a, "--dir", "/etc")
-		for _, name := range st.names {
-			a = append(a, "--symlink", stagedEtc+"/"+name, "/etc/"+name)
-		}
+		// The stage is its /etc, whose hosts links to the file written
+		// here (see writeSharedEtc).
+		a = append(a, "--ro-bind", st.dir, "/etc")
 		for i, f := range files {
-			a = append(a, "--perms", "0644", "--file", strconv.Itoa(fdFiles+i), "/etc/"+f.name)
+			a = append(a, "--perms", "0644", "--file", strconv.Itoa(fdFiles+i), f.name)
 		}
 	}
 	for _, m := range spec.Writable {
@@ -414,7 +407,7 @@ func mirror(p, dest string) []string {
 }
 
 // systemArgs mount what every sandbox shares: the host's system
-// directories read-only, a fresh /proc, a minimal /dev (null, zero, full,
+// directories read-only, a fresh /proc with /proc/sys read-only, a minimal /dev (null, zero, full,
 // random, urandom, tty, pts, shm) read-only but for a bounded /dev/shm.
 // They are computed once.
 var systemArgs = sync.OnceValue(func() []string {
@@ -422,26 +415,53 @@ var systemArgs = sync.OnceValue(func() []string {
 	for _, d := range systemDirs {
 		a = append(a, mirror("/"+d, "/"+d)...)
 	}
-	return append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
+	// bwrap makes /proc/sys read-only only where it could write there
+	// itself; a sandbox id mapped to the host's root (the default user of
+	// a server running as root) passes the kernel's check on each file of
+	// it, and its settings are the host's (kernel.core_pattern).
+	return append(a, "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev", "--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
 })
 
-// etcFile is a file written into the sandbox's /etc.
+// etcFile is a file written into the sandbox's filesystem.
 type etcFile struct {
 	name string
 	data []byte
 }
 
-// generatedEtc are the files of /etc made for each sandbox.
-func generatedEtc(hostname string) []etcFile {
-	if hostname == "" {
-		hostname = "sandbox"
-	}
-	return []etcFile{
+// hostsAt is where a sandbox without its own /etc finds its hosts file,
+// written for it: the stage's hosts links there.
+const hostsAt = "/run/hosts"
+
+// writeSharedEtc writes into the stage at dir the files of /etc that every
+// sandbox without its own /etc shares: the accounts, a hostname that
+// links to the kernel's (bwrap's --hostname) and a hosts that links to
+// hostsAt.
+func writeSharedEtc(dir string) error {
+	for _, f := range []etcFile{
 		{"passwd", []byte("root:x:0:0:root:/root:/bin/bash\n" +
 			fmt.Sprintf("%s:x:%d:%d::/home/%s:/bin/bash\n", DefaultUser, DefaultUID, DefaultGID, DefaultUser) +
 			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")},
 		{"group", []byte("root:x:0:\n" + fmt.Sprintf("%s:x:%d:\n", DefaultUser, DefaultGID) + "nogroup:x:65534:\n")},
-		{"hostname", []byte(hostname + "\n")},
-		{"hosts", []byte("127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n")},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+			return err
+		}
 	}
+	if err := os.Symlink("/proc/sys/kernel/hostname", filepath.Join(dir, "hostname")); err != nil {
+		return err
+	}
+	return os.Symlink(hostsAt, filepath.Join(dir, "hosts"))
+}
+
+// hostsData is the hosts file of a sandbox named hostname.
+func hostsData(hostname string) []byte {
+	return []byte("127.0.0.1\tlocalhost " + orDefault(hostname) + "\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+}
+
+// orDefault is hostname, or the default host name when it is empty.
+func orDefault(hostname string) string {
+	if hostname == "" {
+		return "sandbox"
+	}
+	return hostname
 }

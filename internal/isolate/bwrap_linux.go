@@ -384,6 +384,10 @@ var etcPaths = []string{
 	"login.defs",
 }
 
+// procHostWide are the files of /proc that act on the whole host, as
+// bwrap lists them.
+var procHostWide = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}
+
 // shmSize bounds /dev/shm, a tmpfs, which would otherwise take memory
 // outside any rlimit.
 const shmSize = 64 << 20
@@ -407,7 +411,7 @@ func mirror(p, dest string) []string {
 }
 
 // systemArgs mount what every sandbox shares: the host's system
-// directories read-only, a fresh /proc with /proc/sys read-only, a minimal /dev (null, zero, full,
+// directories read-only, a fresh /proc with procHostWide read-only, a minimal /dev (null, zero, full,
 // random, urandom, tty, pts, shm) read-only but for a bounded /dev/shm.
 // They are computed once.
 var systemArgs = sync.OnceValue(func() []string {
@@ -415,11 +419,17 @@ var systemArgs = sync.OnceValue(func() []string {
 	for _, d := range systemDirs {
 		a = append(a, mirror("/"+d, "/"+d)...)
 	}
-	// bwrap makes /proc/sys read-only only where it could write there
-	// itself; a sandbox id mapped to the host's root (the default user of
-	// a server running as root) passes the kernel's check on each file of
-	// it, and its settings are the host's (kernel.core_pattern).
-	return append(a, "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev", "--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
+	// bwrap makes the host-wide files of /proc read-only only where it
+	// could write them itself; the default user of a server running as
+	// root is the host's root, which the kernel lets write settings there
+	// (kernel.core_pattern), and the sandbox's root overrides permissions
+	// on files of the host's root (CAP_DAC_OVERRIDE with the host's root
+	// mapped): they are made read-only here, whatever bwrap decided.
+	a = append(a, "--proc", "/proc")
+	for _, p := range procHostWide {
+		a = append(a, "--ro-bind-try", p, p)
+	}
+	return append(a, "--dev", "/dev", "--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
 })
 
 // etcFile is a file written into the sandbox's filesystem.

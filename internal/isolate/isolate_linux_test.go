@@ -16,7 +16,7 @@ func TestArgs(t *testing.T) {
 	spec := &Spec{Path: "/usr/bin/true", Cwd: "/vercel/sandbox", Writable: []Mount{{Host: "/h/vercel", Path: "/vercel"}}}
 	st := staged{dir: "/s/etc", names: []string{"resolv.conf", "ssl/certs"}}
 	a := strings.Join(e.args(spec, []etcFile{{hostsAt, hostsData("box")}}, st), " ")
-	for _, want := range []string{"--ro-bind /s/etc /etc", "--file 6 " + hostsAt, "--proc /proc --ro-bind /proc/sys /proc/sys", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop ALL",
+	for _, want := range []string{"--ro-bind /s/etc /etc", "--file 6 " + hostsAt, "--proc /proc --ro-bind-try /proc/sys /proc/sys", "--ro-bind-try /proc/irq /proc/irq", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop ALL",
 		"--disable-userns", "--uid 1000", "--bind /h/vercel /vercel", "--remount-ro / --chdir /vercel/sandbox", "-- /usr/bin/true"} {
 		assert.Contains(t, a, want)
 	}

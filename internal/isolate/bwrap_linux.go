@@ -7,12 +7,15 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 )
@@ -105,7 +108,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 	}
 	var files []etcFile
 	if !own {
-		files = generatedEtc(spec.Hostname)
+		files = []etcFile{{hostsAt, hostsData(spec.Hostname)}}
 	}
 	var parent, child []*os.File
 	closeAll := func(fs []*os.File) {
@@ -120,7 +123,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 		data = append(data, f.data)
 	}
 	for i, d := range data {
-		r, w, err := os.Pipe()
+		r, w, err := blockingPipe()
 		if err != nil {
 			closeAll(parent)
 			closeAll(child)
@@ -217,6 +220,17 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 		return abort(fmt.Errorf("isolate: release the sandbox: %w", err))
 	}
 	return p, nil
+}
+
+// blockingPipe returns a pipe whose ends stay out of the runtime's
+// poller: they are bwrap's, or read and written once here, so the
+// registration os.Pipe makes (and undoes on each exec) is only cost.
+func blockingPipe() (r, w *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("isolate: pipe: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
 }
 
 // setRlimits lowers the limits of process pid to lims (never raising a
@@ -330,25 +344,17 @@ func (e *Engine) args(spec *Spec, files []etcFile, st staged) []string {
 	if acct := spec.account(); acct != nil && e.users != nil {
 		a, path, args = e.switchUser(a, *acct, path, args)
 	}
-	hostname := spec.Hostname
-	if hostname == "" {
-		hostname = "sandbox"
-	}
-	a = append(a, "--uid", strconv.Itoa(uid), "--gid", strconv.Itoa(gid), "--hostname", hostname)
+	a = append(a, "--uid", strconv.Itoa(uid), "--gid", strconv.Itoa(gid), "--hostname", orDefault(spec.Hostname))
 	a = append(a, systemArgs()...)
-	if st.dir != "" {
-		a = append(a, "--ro-bind", st.dir, stagedEtc)
-	}
 	if e.ownEtc(spec) {
-		// Its /etc links to the stage itself (see prepareEtc).
-		a = append(a, "--bind", spec.Etc, "/etc")
+		// Its /etc links to the stage (see prepareEtc).
+		a = append(a, "--ro-bind", st.dir, stagedEtc, "--bind", spec.Etc, "/etc")
 	} else {
-		a = append(a, "--dir", "/etc")
-		for _, name := range st.names {
-			a = append(a, "--symlink", stagedEtc+"/"+name, "/etc/"+name)
-		}
+		// The stage is its /etc, whose hosts links to the file written
+		// here (see writeSharedEtc).
+		a = append(a, "--ro-bind", st.dir, "/etc")
 		for i, f := range files {
-			a = append(a, "--perms", "0644", "--file", strconv.Itoa(fdFiles+i), "/etc/"+f.name)
+			a = append(a, "--perms", "0644", "--file", strconv.Itoa(fdFiles+i), f.name)
 		}
 	}
 	for _, m := range spec.Writable {
@@ -378,6 +384,10 @@ var etcPaths = []string{
 	"login.defs",
 }
 
+// procHostWide are the files of /proc that act on the whole host, as
+// bwrap lists them.
+var procHostWide = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}
+
 // shmSize bounds /dev/shm, a tmpfs, which would otherwise take memory
 // outside any rlimit.
 const shmSize = 64 << 20
@@ -401,7 +411,7 @@ func mirror(p, dest string) []string {
 }
 
 // systemArgs mount what every sandbox shares: the host's system
-// directories read-only, a fresh /proc, a minimal /dev (null, zero, full,
+// directories read-only, a fresh /proc with procHostWide read-only, a minimal /dev (null, zero, full,
 // random, urandom, tty, pts, shm) read-only but for a bounded /dev/shm.
 // They are computed once.
 var systemArgs = sync.OnceValue(func() []string {
@@ -409,26 +419,59 @@ var systemArgs = sync.OnceValue(func() []string {
 	for _, d := range systemDirs {
 		a = append(a, mirror("/"+d, "/"+d)...)
 	}
-	return append(a, "--proc", "/proc", "--dev", "/dev", "--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
+	// bwrap makes the host-wide files of /proc read-only only where it
+	// could write them itself; the default user of a server running as
+	// root is the host's root, which the kernel lets write settings there
+	// (kernel.core_pattern), and the sandbox's root overrides permissions
+	// on files of the host's root (CAP_DAC_OVERRIDE with the host's root
+	// mapped): they are made read-only here, whatever bwrap decided.
+	a = append(a, "--proc", "/proc")
+	for _, p := range procHostWide {
+		a = append(a, "--ro-bind-try", p, p)
+	}
+	return append(a, "--dev", "/dev", "--size", strconv.Itoa(shmSize), "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev")
 })
 
-// etcFile is a file written into the sandbox's /etc.
+// etcFile is a file written into the sandbox's filesystem.
 type etcFile struct {
 	name string
 	data []byte
 }
 
-// generatedEtc are the files of /etc made for each sandbox.
-func generatedEtc(hostname string) []etcFile {
-	if hostname == "" {
-		hostname = "sandbox"
-	}
-	return []etcFile{
+// hostsAt is where a sandbox without its own /etc finds its hosts file,
+// written for it: the stage's hosts links there.
+const hostsAt = "/run/hosts"
+
+// writeSharedEtc writes into the stage at dir the files of /etc that every
+// sandbox without its own /etc shares: the accounts, a hostname that
+// links to the kernel's (bwrap's --hostname) and a hosts that links to
+// hostsAt.
+func writeSharedEtc(dir string) error {
+	for _, f := range []etcFile{
 		{"passwd", []byte("root:x:0:0:root:/root:/bin/bash\n" +
 			fmt.Sprintf("%s:x:%d:%d::/home/%s:/bin/bash\n", DefaultUser, DefaultUID, DefaultGID, DefaultUser) +
 			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")},
 		{"group", []byte("root:x:0:\n" + fmt.Sprintf("%s:x:%d:\n", DefaultUser, DefaultGID) + "nogroup:x:65534:\n")},
-		{"hostname", []byte(hostname + "\n")},
-		{"hosts", []byte("127.0.0.1\tlocalhost " + hostname + "\n::1\tlocalhost ip6-localhost ip6-loopback\n")},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+			return err
+		}
 	}
+	if err := os.Symlink("/proc/sys/kernel/hostname", filepath.Join(dir, "hostname")); err != nil {
+		return err
+	}
+	return os.Symlink(hostsAt, filepath.Join(dir, "hosts"))
+}
+
+// hostsData is the hosts file of a sandbox named hostname.
+func hostsData(hostname string) []byte {
+	return []byte("127.0.0.1\tlocalhost " + orDefault(hostname) + "\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+}
+
+// orDefault is hostname, or the default host name when it is empty.
+func orDefault(hostname string) string {
+	if hostname == "" {
+		return "sandbox"
+	}
+	return hostname
 }

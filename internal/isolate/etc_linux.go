@@ -50,7 +50,7 @@ func (e *Engine) prepareEtc(dir, hostname string, staged []string) error {
 			}
 		}
 	}
-	for _, f := range generatedEtc(hostname)[2:] { // hostname, hosts
+	for _, f := range []etcFile{{"hostname", []byte(orDefault(hostname) + "\n")}, {"hosts", hostsData(hostname)}} {
 		file, err := root.OpenFile(f.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue

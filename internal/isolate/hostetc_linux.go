@@ -19,10 +19,12 @@ import (
 )
 
 // The host's files of /etc that programs need (etcPaths) reach every
-// sandbox through one read-only mount, at stagedEtc: a private copy of
-// them, the stage, to which the sandbox's /etc links. One mount rather
-// than one per file or directory, because bwrap reads the whole mount
-// table for each mount it makes. The stage follows the host: before each
+// sandbox through one read-only mount: a private copy of them, the stage,
+// which is the /etc of a sandbox without its own (with the files every
+// such sandbox shares, see writeSharedEtc), or appears at stagedEtc, to
+// which a sandbox's own /etc links. One mount rather than one per file or
+// directory, because bwrap reads the whole mount table for each mount it
+// makes. The stage follows the host: before each
 // sandbox (at most every stageCheck), an entry whose host file was replaced (its modification time,
 // size, mode or link target changed) is copied again and swapped in at
 // once (RENAME_EXCHANGE); running sandboxes see the new copy.
@@ -69,6 +71,9 @@ func (s *stage) refresh() (string, []string, error) {
 		s.dir, s.stamps = filepath.Join(parent, "etc"), map[string]string{}
 		if err := os.Mkdir(s.dir, 0o755); err != nil {
 			return "", nil, err
+		}
+		if err := writeSharedEtc(s.dir); err != nil {
+			return "", nil, fmt.Errorf("isolate: stage: %w", err)
 		}
 	}
 	var names []string // a new slice: callers keep the former one

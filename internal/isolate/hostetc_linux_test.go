@@ -68,6 +68,14 @@ func TestStageFollowsTheHost(t *testing.T) {
 	dir, _, err = s.refresh()
 	require.NoError(t, err)
 	assert.Equal(t, "nameserver 10.0.0.2\n", read("resolv.conf"), "made again when removed under the server")
+	// The files every sandbox without its own /etc shares.
+	assert.Contains(t, read("passwd"), DefaultUser+":x:1000:1000:")
+	assert.Contains(t, read("group"), DefaultUser+":x:1000:")
+	for name, want := range map[string]string{"hostname": "/proc/sys/kernel/hostname", "hosts": hostsAt} {
+		target, err := os.Readlink(filepath.Join(dir, name))
+		require.NoError(t, err)
+		assert.Equal(t, want, target, name)
+	}
 
 	s.close()
 	assert.NoDirExists(t, filepath.Dir(dir), "closed, the stage is gone")

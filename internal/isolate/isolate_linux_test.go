@@ -15,14 +15,14 @@ func TestArgs(t *testing.T) {
 	e := &Engine{path: "bwrap", disableUserns: true}
 	spec := &Spec{Path: "/usr/bin/true", Cwd: "/vercel/sandbox", Writable: []Mount{{Host: "/h/vercel", Path: "/vercel"}}}
 	st := staged{dir: "/s/etc", names: []string{"resolv.conf", "ssl/certs"}}
-	a := strings.Join(e.args(spec, generatedEtc("box"), st), " ")
-	for _, want := range []string{"--ro-bind /s/etc " + stagedEtc, "--symlink " + stagedEtc + "/ssl/certs /etc/ssl/certs",
-		"--file 6 /etc/passwd", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop ALL",
+	a := strings.Join(e.args(spec, []etcFile{{hostsAt, hostsData("box")}}, st), " ")
+	for _, want := range []string{"--ro-bind /s/etc /etc", "--file 6 " + hostsAt, "--proc /proc --ro-bind-try /proc/sys /proc/sys", "--ro-bind-try /proc/irq /proc/irq", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop ALL",
 		"--disable-userns", "--uid 1000", "--bind /h/vercel /vercel", "--remount-ro / --chdir /vercel/sandbox", "-- /usr/bin/true"} {
 		assert.Contains(t, a, want)
 	}
 	assert.NotContains(t, a, "--share-net", "loopback only by default")
 	assert.NotContains(t, a, "/etc/ssl/private", "host keys stay out")
+	assert.NotContains(t, a, "--symlink "+stagedEtc, "the stage is /etc, one mount and nothing per file")
 	spec.Network, spec.Root = true, true
 	a = strings.Join(e.args(spec, nil, st), " ")
 	assert.Contains(t, a, "--share-net")

@@ -100,15 +100,41 @@ func TestProbeWriteOutsideTheSandbox(t *testing.T) {
 	}
 }
 
+func TestProbeWriteHostSysctl(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t)
+	// A harmless global setting: were the write to pass, the host would
+	// be the one changed (kernel.core_pattern or kernel.modprobe would run
+	// a program of the sandbox as the host's root).
+	const sysctl = "/proc/sys/kernel/printk_ratelimit_burst"
+	before, err := os.ReadFile(sysctl)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.WriteFile(sysctl, before, 0o644) })
+	// The rest of what bwrap protects in /proc when it can: an interrupt's
+	// affinity is written back unchanged, should the write pass.
+	others := `for f in /proc/irq/*/smp_affinity; do v=$(cat $f) && (echo $v > $f) && echo "wrote $f"; break; done`
+	for _, sudo := range []bool{false, true} {
+		res := h.bash(fmt.Sprintf("echo 77 > %s && echo wrote; echo x > /proc/sys/kernel/hostname && echo renamed; %s", sysctl, others), sudo)
+		assert.NotContains(t, string(res.Stdout), "wrote", "sudo=%v", sudo)
+		assert.NotContains(t, string(res.Stdout), "renamed", "sudo=%v", sudo)
+		after, err := os.ReadFile(sysctl)
+		require.NoError(t, err)
+		assert.Equal(t, string(before), string(after), "the host's setting is untouched")
+	}
+}
+
 func TestProbeWriteTheSharedHostEtc(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)
-	// Every sandbox sees the same copy of the host's files of /etc.
+	// Every sandbox sees the same copy of the host's files of /etc: its
+	// /etc, or at /run/host-etc when it has its own /etc (which links
+	// there).
 	res := h.bash("for f in /etc/resolv.conf /etc/ld.so.cache /run/host-etc/resolv.conf /run/host-etc/x; do "+
-		"echo hostile >> $f && echo wrote $f; done; rm -rf /run/host-etc/* && echo removed", true)
+		"echo hostile >> $f && echo wrote $f; done; for d in /run/host-etc /etc; do "+
+		"[ -f $d/ld.so.cache ] && ! [ -L $d/ld.so.cache ] && rm -f $d/ld.so.cache && echo removed $d; done", true)
 	assert.NotContains(t, string(res.Stdout), "wrote")
 	assert.NotContains(t, string(res.Stdout), "removed")
-	res = h.bash("cat /etc/resolv.conf /run/host-etc/x; ls /run/host-etc", false)
+	res = h.bash("cat /etc/resolv.conf /run/host-etc/x; ls /etc", false)
 	assert.NotContains(t, string(res.Stdout), "hostile", "a later sandbox sees the host's files as they are")
 	assert.Contains(t, string(res.Stdout), "ld.so.cache")
 }

@@ -54,12 +54,12 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 //
 //   - a root filesystem of its own: the host's /usr, /bin, /sbin and /lib*
 //     read-only (symbolic links such as /bin -> usr/bin preserved), a few
-//     files of /etc (resolv.conf, ld.so.cache, certificates, ...) as links
-//     to /run/host-etc, a read-only copy that the executor keeps (one for
-//     all sandboxes, private to the server, updated when the host replaces
-//     one of them), a generated /etc/passwd, /etc/group, /etc/hostname and
-//     /etc/hosts (or, with users, the sandbox's own writable /etc, with the
-//     same links), a
+//     files of /etc (resolv.conf, ld.so.cache, certificates, ...) in a
+//     read-only copy that the executor keeps (one for all sandboxes,
+//     private to the server, updated when the host replaces one of them),
+//     which is /etc, with a generated passwd and group, hostname linking to
+//     the kernel's and hosts to a generated /run/hosts (or, with users, the
+//     sandbox's own writable /etc, linking to the copy at /run/host-etc), a
 //     fresh /proc with /proc/sys read-only, and a minimal read-only /dev
 //     (null, zero, full, random, urandom, tty, pts) with a 64 MiB /dev/shm.
 //     Nothing else of the host is visible;

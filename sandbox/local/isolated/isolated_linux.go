@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -150,8 +151,8 @@ func (e *Executor) start(ctx context.Context, cmd *local.Cmd, tty *ttySize) (loc
 	defer tree.Close()
 	// Through an os.Root: a link that a command planted in the tree never
 	// leads these calls out of it.
-	home := "home/" + isolate.DefaultUser
-	for _, d := range []string{"vercel/sandbox", "tmp", home, "root", "shared"} {
+	made := []string{"vercel/sandbox", "tmp", "home/" + isolate.DefaultUser, "root", "shared"}
+	for _, d := range made {
 		if err := tree.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("isolated: prepare sandbox tree: %w", err)
 		}
@@ -161,8 +162,8 @@ func (e *Executor) start(ctx context.Context, cmd *local.Cmd, tty *ttySize) (loc
 		// The sandbox's root owns /root, as on the image.
 		e.giveToRoot(tree, "root")
 	}
-	if top, _, _ := strings.Cut(strings.TrimPrefix(cwd, "/"), "/"); top != "" && !reservedTop[top] {
-		if err := tree.MkdirAll(strings.TrimPrefix(cwd, "/"), 0o755); err != nil {
+	if rel := strings.TrimPrefix(cwd, "/"); !slices.Contains(made, rel) && !reservedTop[topOf(rel)] && rel != "" {
+		if err := tree.MkdirAll(rel, 0o755); err != nil {
 			return nil, fmt.Errorf("isolated: working directory: %w", err)
 		}
 	}
@@ -204,6 +205,12 @@ func (e *Executor) start(ctx context.Context, cmd *local.Cmd, tty *ttySize) (loc
 	}
 
 	return e.launch(ctx, spec, tty, stdout, stderr)
+}
+
+// topOf is the first element of rel, a slash-separated relative path.
+func topOf(rel string) string {
+	top, _, _ := strings.Cut(rel, "/")
+	return top
 }
 
 // ttySize is the size of a terminal.

@@ -163,6 +163,22 @@ func TestIsolatedUsers(t *testing.T) {
 	assert.Equal(t, "0\nroot\n/root\n", out)
 }
 
+func TestIsolatedEtcNamesItsHost(t *testing.T) {
+	requireLinux(t)
+	iso := newIsolated(t)
+	script := `cat /etc/hostname; getent hosts "$(hostname)" | tr -s ' \t' ' '; getent passwd vercel-sandbox | cut -d: -f1,3
+test -s /etc/ld.so.cache && echo cache
+for f in /etc/hostname /etc/hosts /etc/passwd /run/hosts; do (echo x >> "$f") 2>/dev/null && echo "wrote $f"; done; true`
+	// Sandboxes share the host's files of /etc; each sees its own name.
+	for _, name := range []string{"alpha", "beta"} {
+		for _, sudo := range []bool{false, true} {
+			code, out, stderr := isoRun(t, iso, t.TempDir(), script, func(c *local.Cmd) { c.SandboxName, c.Sudo = name, sudo })
+			require.Equal(t, 0, code, stderr)
+			assert.Equal(t, name+"\n127.0.0.1 localhost "+name+"\nvercel-sandbox:1000\ncache\n", out, "sudo=%v", sudo)
+		}
+	}
+}
+
 // listen opens a listener on the host's loopback that reports each line
 // it receives.
 func listen(t *testing.T) (port int, got <-chan string) {

@@ -17,3 +17,11 @@ func onDisk(info fs.FileInfo) int64 {
 
 // oNonblock opens a FIFO without waiting for its other end.
 const oNonblock = syscall.O_NONBLOCK
+
+// fileOwner returns the owner and group of a file.
+func fileOwner(info fs.FileInfo) (uid, gid int, ok bool) {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid), int(st.Gid), true
+	}
+	return 0, 0, false
+}

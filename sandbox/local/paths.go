@@ -142,21 +142,40 @@ func copyTree(dst, src string) (int64, error) {
 			if err := os.MkdirAll(target, 0o700); err != nil {
 				return err
 			}
-			return os.Chmod(target, mode.Perm()|0o700)
+			if err := os.Chmod(target, mode.Perm()|0o700); err != nil {
+				return err
+			}
 		case mode.IsRegular():
 			n, err := copyFile(root, target, rel, mode.Perm())
 			total += n
-			return err
+			if err != nil {
+				return err
+			}
 		case mode&fs.ModeSymlink != 0:
 			link, err := root.Readlink(rel)
 			if err != nil {
 				return err
 			}
-			return os.Symlink(link, target)
+			if err := os.Symlink(link, target); err != nil {
+				return err
+			}
+		default:
+			return nil
 		}
-		return nil
+		return keepOwner(target, info)
 	})
 	return total, err
+}
+
+// keepOwner gives the copy at target (never followed: a fresh tree of the
+// server's) the owner and group of the original, info, when the server
+// runs as root: the sandbox's users keep their files across snapshots.
+func keepOwner(target string, info fs.FileInfo) error {
+	uid, gid, ok := fileOwner(info)
+	if !ok || os.Geteuid() != 0 {
+		return nil
+	}
+	return os.Lchown(target, uid, gid)
 }
 
 // copyFile copies the regular file rel of root to dst, which it creates.

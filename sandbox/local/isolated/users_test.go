@@ -69,6 +69,18 @@ func TestUsers(t *testing.T) {
 	_, err = u.Output(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "echo more >> /vercel/sandbox/f"}})
 	require.NoError(t, err, "the owner writes its file")
 
+	// A snapshot keeps the owners: a sandbox made from it has alice's files.
+	owners := &command.Cmd{Name: "stat", Args: []string{"-c", "%U %G", "/vercel/sandbox/f", "/home/alice"}}
+	before := run(owners)
+	require.Equal(t, "alice vercel-sandbox\nalice vercel-sandbox", before)
+	snap, err := sb.Snapshot(ctx, sandbox.SnapshotParams{})
+	require.NoError(t, err)
+	restored, err := srv.Client().Create(ctx, sandbox.CreateParams{Name: "users-restored", Source: sandbox.SnapshotSource(snap.ID)})
+	require.NoError(t, err)
+	out, err = restored.Output(ctx, owners)
+	require.NoError(t, err)
+	assert.Equal(t, before, strings.TrimSpace(string(out)), "the snapshot kept the owners")
+
 	// On the host: unprivileged ids, and the host's accounts unchanged.
 	for _, p := range []string{"/vercel/sandbox/f", "/home/alice"} {
 		hp, err := srv.HostPath("users", p)

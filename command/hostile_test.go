@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/internal/benchdata"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 )
@@ -140,17 +140,6 @@ func (w *hashWriter) Write(p []byte) (int, error) {
 	return w.h.Write(p)
 }
 
-// allocated returns how many bytes the heap allocated while f ran: a
-// bound on how much the heap grew. The test must not run in parallel.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // TestHugeLineBoundedMemory delivers a 256 MiB output line whole to the
 // writer and through Logs, in both key orders, while the client allocates
 // less than 16 MiB: the line comes in pieces as it arrives, and data that
@@ -166,7 +155,7 @@ func TestHugeLineBoundedMemory(t *testing.T) {
 		w := &hashWriter{h: sha256.New()}
 		var res *command.Result
 		var err error
-		alloc := allocated(func() {
+		alloc := benchdata.Allocated(func() {
 			res, err = command.Run(t.Context(), h.c, &command.Cmd{Name: "x", Stdout: w, CaptureLimit: 1 << 10})
 		})
 		require.NoError(t, err)
@@ -179,7 +168,7 @@ func TestHugeLineBoundedMemory(t *testing.T) {
 
 		hd := h.handle(t)
 		w = &hashWriter{h: sha256.New()}
-		alloc = allocated(func() {
+		alloc = benchdata.Allocated(func() {
 			for ev, lerr := range hd.Logs(t.Context()) {
 				if err = lerr; err != nil {
 					break
@@ -222,7 +211,7 @@ func TestHugeFieldsRefused(t *testing.T) {
 	} {
 		h := newHostile(t, "tok_huge_fields", serveCommand(body))
 		var err error
-		alloc := allocated(func() { _, err = command.Run(t.Context(), h.c, &command.Cmd{Name: "x"}) })
+		alloc := benchdata.Allocated(func() { _, err = command.Run(t.Context(), h.c, &command.Cmd{Name: "x"}) })
 		var se *command.StreamError
 		require.ErrorAs(t, err, &se, name)
 		assert.Equal(t, "frame_too_large", se.Code, name)

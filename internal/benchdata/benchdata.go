@@ -1,12 +1,13 @@
 // Package benchdata generates the reproducible content that the upload and
 // archive benchmarks of several packages share, so that their figures are
-// measured on the same bytes.
+// measured on the same bytes, and the measure of what a test allocated.
 package benchdata
 
 import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"runtime"
 )
 
 // Text returns n bytes of text-like content: lines of words drawn with a
@@ -44,4 +45,17 @@ func Random(n int) []byte {
 		binary.LittleEndian.PutUint64(out[i:], r.Uint64())
 	}
 	return out[:n]
+}
+
+// Allocated runs f and returns how many bytes the process allocated on
+// the heap meanwhile (after a collection): an upper bound of how much f
+// grew the heap. Every goroutine's allocations count, so a test that
+// measures with it must not run in parallel with others.
+func Allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/benchdata"
 )
 
 // maxGrowth is what a refused answer may cost the client, whatever its size.
@@ -48,17 +48,6 @@ func gzipBomb(t *testing.T) []byte {
 	_, _ = zw.Write([]byte(`{"sandboxes":["`))
 	require.NoError(t, zw.Close())
 	return append(head.Bytes(), bytes.Repeat(one.Bytes(), 200)...)
-}
-
-// allocated runs f and returns the bytes the process allocated meanwhile:
-// an upper bound of how much f grew the heap.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // TestHostileAnswerIsRefusedInBoundedMemory serves answers far larger
@@ -100,7 +89,7 @@ func TestHostileAnswerIsRefusedInBoundedMemory(t *testing.T) {
 			})
 			c := newClient(t, srv.URL)
 			var err error
-			grew := allocated(func() {
+			grew := benchdata.Allocated(func() {
 				err = c.JSON(t.Context(), &Call{Method: "GET", Path: "/v2/sandboxes", Op: "list sandboxes"}, new(map[string]any))
 			})
 			t.Logf("allocated %.1f MiB", float64(grew)/(1<<20))

@@ -3,6 +3,7 @@ package cmdstream
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -83,7 +84,8 @@ func token(line []byte, i int, a, b string) (string, int) {
 }
 
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+	// Every JSON space is at most ' ': one comparison passes the rest.
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
 		i++
 	}
 	return i
@@ -173,8 +175,10 @@ func plainRun(s []byte, plain *[256]uint8) int {
 		}
 	}
 	for ; n+8 <= len(s); n += 8 {
-		if mask(binary.LittleEndian.Uint64(s[n:]), high) != 0 {
-			break
+		if m := mask(binary.LittleEndian.Uint64(s[n:]), high); m != 0 {
+			// The lowest byte marked is the first that ends the run: a
+			// borrow only ever marks a byte above one truly marked.
+			return n + bits.TrailingZeros64(m)/8
 		}
 	}
 	for n < len(s) && plain[s[n]] != 0 {

@@ -36,7 +36,8 @@
 // # Inspection
 //
 // Sandboxes, Sessions, Snapshots, Commands, CommandCount, Output and
-// Requests (every request received, secrets redacted) report the server's
+// Requests (the 10,000 most recent requests by default, secrets redacted)
+// report the server's
 // state; Commands lists each command once, so a test can prove that a
 // retry did not run a command twice. LeakedSandboxes lists the sandboxes
 // still running although nobody stopped or deleted them. Stop and

@@ -293,6 +293,9 @@ func localCases() []inputCase {
 		{entry: "local.WithFreshTokenRefusals", field: "WithFreshTokenRefusals", call: func(*inputFixture) error {
 			return ignore(local.New(local.WithFreshTokenRefusals(-1)))
 		}},
+		{entry: "local.WithRequestHistory", field: "WithRequestHistory", call: func(*inputFixture) error {
+			return ignore(local.New(local.WithRequestHistory(0)))
+		}},
 		{entry: "local.WithOutputBudget", field: "WithOutputBudget", call: func(*inputFixture) error {
 			return ignore(local.New(local.WithOutputBudget(-1)))
 		}},

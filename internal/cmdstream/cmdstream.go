@@ -22,6 +22,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/redact"
@@ -79,10 +80,19 @@ type Decoder struct {
 
 // NewDecoder returns a decoder over an NDJSON body. Server text quoted in
 // its errors goes through secrets (nil: token shapes only).
+// Its first buffer comes from a pool, to which Close returns it.
 func NewDecoder(body io.Reader, secrets *redact.Set, sessionID, commandID string) *Decoder {
-	return &Decoder{r: body, buf: make([]byte, minBuffer), maxBuf: maxBuffer, maxHeld: maxHeld,
+	return &Decoder{r: body, buf: buffers.Get().(*[minBuffer]byte)[:], maxBuf: maxBuffer, maxHeld: maxHeld,
 		secrets: secrets, sessionID: sessionID, commandID: commandID}
 }
+
+// buffers holds first buffers between decoders: most streams (an attached
+// run of a quiet command, say) never need another, and a new one for each
+// would be most of what a call allocates.
+var buffers = sync.Pool{New: func() any { return new([minBuffer]byte) }}
+
+// errClosed is what Next returns after Close.
+var errClosed = errors.New("cmdstream: the decoder is closed")
 
 // SetCommandID names the command in the errors that follow.
 func (d *Decoder) SetCommandID(id string) { d.commandID = id }
@@ -159,6 +169,9 @@ func (d *Decoder) line(line []byte) (f Frame, ok bool, err error) {
 	if k, data := fastLog(line); k != 0 { // it takes the spaces around the object
 		return Frame{Kind: k, Data: data}, true, nil
 	}
+	if c := fastCommand(line); c != nil { // it takes the spaces around the object
+		return Frame{Kind: KindCommand, Command: c}, true, nil
+	}
 	line = trimEOL(line)
 	if len(bytes.TrimSpace(line)) == 0 {
 		return Frame{}, false, nil
@@ -204,13 +217,22 @@ func (d *Decoder) grow(limit int) {
 	d.start, d.buf = 0, buf
 }
 
-// Close releases what the decoder holds (a temporary file, for a long line
-// whose stream came after its data). The body is the caller's to close.
+// Close releases what the decoder holds: its buffer, and a temporary file
+// for a long line whose stream came after its data. The data of the last
+// frame is no longer valid; Next returns an error from then on. The body
+// is the caller's to close.
 func (d *Decoder) Close() {
 	if d.long != nil {
 		d.long.spool.close()
 		d.long = nil
 	}
+	if d.err == nil {
+		d.err = errClosed
+	}
+	if cap(d.buf) == minBuffer {
+		buffers.Put((*[minBuffer]byte)(d.buf[:minBuffer]))
+	}
+	d.buf, d.start, d.end, d.scanned = nil, 0, 0, 0
 }
 
 // Ended reports whether the body has ended (cleanly or not).

@@ -214,6 +214,7 @@ func (s *Server) finishCommand(c *commandRec, code int) {
 	c.exitCode = ptr(code)
 	c.durationMs = ptr(d)
 	c.endedAt = s.nowMs()
+	c.proc = nil // what the executor kept for it can go; the record stays
 	s.mu.Unlock()
 	// The exit is recorded before the log streams end, so a client that
 	// reaches the end of the logs and asks finds the command finished.

@@ -125,25 +125,32 @@ func (s *Server) watchDisk(sess *sessionRec) {
 				continue
 			}
 			msg := fmt.Sprintf("\nlocal: disk quota of %d bytes reached (the sandbox's files take %d): command killed\n", q, used)
-			for _, c := range running {
-				_ = c.out.append(streamStderr, []byte(msg))
-				_ = c.proc.Signal(signalKill)
+			for _, r := range running {
+				_ = r.c.out.append(streamStderr, []byte(msg))
+				_ = r.proc.Signal(signalKill)
 			}
 		}
 	}()
 }
 
+// runningCommand is a command that has started and not ended, and its
+// process (which the command drops once it has ended).
+type runningCommand struct {
+	c    *commandRec
+	proc Process
+}
+
 // liveCommands returns the running commands of sess, and whether any
 // command of it has not ended yet (started or about to start). When none
 // is left it marks the session as no longer watched.
-func (s *Server) liveCommands(sess *sessionRec) (running []*commandRec, pending bool) {
+func (s *Server) liveCommands(sess *sessionRec) (running []runningCommand, pending bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range sess.commands {
 		if c.exitCode == nil {
 			pending = true
 			if c.proc != nil {
-				running = append(running, c)
+				running = append(running, runningCommand{c, c.proc})
 			}
 		}
 	}
@@ -155,13 +162,13 @@ func (s *Server) liveCommands(sess *sessionRec) (running []*commandRec, pending 
 
 // runningCommands returns the commands of sess that have started and not
 // ended.
-func (s *Server) runningCommands(sess *sessionRec) []*commandRec {
+func (s *Server) runningCommands(sess *sessionRec) []runningCommand {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*commandRec
+	var out []runningCommand
 	for _, c := range sess.commands {
 		if c.exitCode == nil && c.proc != nil {
-			out = append(out, c)
+			out = append(out, runningCommand{c, c.proc})
 		}
 	}
 	return out

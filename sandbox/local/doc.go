@@ -36,13 +36,14 @@
 // # Inspection
 //
 // Sandboxes, Sessions, Snapshots, Commands, CommandCount, Output and
-// Requests (every request received, secrets redacted) report the server's
-// state; Commands lists each command once, so a test can prove that a
-// retry did not run a command twice. LeakedSandboxes lists the sandboxes
-// still running although nobody stopped or deleted them. Stop and
-// ExpireSession end a session so that the next session call answers 410
-// Gone; WithClock injects time, WithSeed makes ids reproducible and
-// WithStopDelay makes the stopping state (422) observable.
+// Requests (the 10,000 most recent requests by default, secrets redacted)
+// report the server's state; Commands lists each command once, so a test
+// can prove that a retry did not run a command twice. LeakedSandboxes
+// lists the sandboxes still running although nobody stopped or deleted
+// them. Stop and ExpireSession end a session so that the next session
+// call answers 410 Gone; WithClock injects time, WithSeed makes ids
+// reproducible and WithStopDelay makes the stopping state (422)
+// observable.
 //
 // # Extensions
 //

@@ -275,14 +275,15 @@ func (s *Server) Output(commandID string) (stdout, stderr string, err error) {
 // reports it. Output is counted as WithOutputLimit counts it: the bytes
 // written plus 64 bytes per write.
 type MemoryStats struct {
-	OutputBytes    int64 // command output kept for replay now
-	OutputBudget   int64 // the most it may keep (WithOutputBudget)
-	OutputLimit    int64 // the most one command may keep (WithOutputLimit)
-	EvictedBytes   int64 // output evicted by either budget since the start
-	ReleasedBytes  int64 // output released with stopped sessions
-	Commands       int   // commands recorded (see Commands)
-	Requests       int   // requests recorded (see Requests)
-	OutputCommands int   // commands whose output is kept (running ones included)
+	OutputBytes     int64 // command output kept for replay now
+	OutputBudget    int64 // the most it may keep (WithOutputBudget)
+	OutputLimit     int64 // the most one command may keep (WithOutputLimit)
+	EvictedBytes    int64 // output evicted by either budget since the start
+	ReleasedBytes   int64 // output released with stopped sessions
+	Commands        int   // commands recorded (see Commands)
+	Requests        int   // requests kept (see Requests and WithRequestHistory)
+	DroppedRequests int64 // requests no longer kept, the oldest first
+	OutputCommands  int   // commands whose output is kept (running ones included)
 }
 
 // Memory reports what the server holds in memory for replay. When no
@@ -292,23 +293,27 @@ func (s *Server) Memory() MemoryStats {
 	s.mu.Lock()
 	commands := len(s.commands)
 	s.mu.Unlock()
+	kept, dropped := s.reqs.counts()
 	s.out.mu.Lock()
 	retained := s.out.logs.Len()
 	s.out.mu.Unlock()
 	return MemoryStats{
-		OutputBytes:    s.out.used.Load(),
-		OutputBudget:   s.out.budget,
-		OutputLimit:    s.cfg.outputLimit,
-		EvictedBytes:   s.out.evicted.Load(),
-		ReleasedBytes:  s.out.released.Load(),
-		Commands:       commands,
-		Requests:       s.reqs.len(),
-		OutputCommands: retained,
+		OutputBytes:     s.out.used.Load(),
+		OutputBudget:    s.out.budget,
+		OutputLimit:     s.cfg.outputLimit,
+		EvictedBytes:    s.out.evicted.Load(),
+		ReleasedBytes:   s.out.released.Load(),
+		Commands:        commands,
+		Requests:        kept,
+		DroppedRequests: dropped,
+		OutputCommands:  retained,
 	}
 }
 
-// Requests returns every request received so far, in arrival order, with
-// secrets redacted. It is safe to call while requests are in flight.
+// Requests returns the requests received so far, in arrival order, with
+// secrets redacted: every one, or the most recent WithRequestHistory of
+// them (10,000 by default). It is safe to call while requests are in
+// flight.
 func (s *Server) Requests() []Request {
 	return s.reqs.snapshot()
 }

@@ -27,6 +27,7 @@ type config struct {
 	diskQuota     int64
 	diskQuotaSet  bool
 	outputBudget  int64
+	requestLimit  int
 	seed          *uint64
 	middleware    []Middleware
 	mounts        []mount
@@ -182,6 +183,23 @@ func WithOutputBudget(n int64) Option {
 		c.outputBudget = n
 	}
 }
+
+// WithRequestHistory sets how many requests Requests keeps: the n most
+// recent (default 10,000, about 1.2 KiB each). Older ones are dropped, so
+// that a server answering for hours stays in bounded memory; Memory
+// counts them.
+func WithRequestHistory(n int) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.invalid("WithRequestHistory", "%d is not a positive number of requests", n)
+		}
+		c.requestLimit = n
+	}
+}
+
+// defaultRequestHistory is how many requests Requests keeps unless
+// WithRequestHistory says otherwise.
+const defaultRequestHistory = 10_000
 
 // WithSeed makes generated ids and names reproducible.
 func WithSeed(seed uint64) Option { return func(c *config) { c.seed = &seed } }

@@ -41,9 +41,14 @@ type reqEntry struct {
 
 func (e *reqEntry) setStatus(code int) { e.status.Store(int32(code)) }
 
+// requestLog keeps the most recent requests, at most limit of them: a ring
+// once it is full, entries[next] being the oldest.
 type requestLog struct {
 	mu      sync.Mutex
+	limit   int
 	entries []*reqEntry
+	next    int   // where the next entry goes once the log is full
+	dropped int64 // requests no longer kept
 }
 
 // record logs r. A JSON body is read into memory (it is small) and put back;
@@ -71,21 +76,27 @@ func (l *requestLog) record(r *http.Request, now time.Time) *reqEntry {
 		}
 	}
 	l.mu.Lock()
-	l.entries = append(l.entries, e)
+	if len(l.entries) < l.limit {
+		l.entries = append(l.entries, e)
+	} else {
+		l.entries[l.next] = e
+		l.next = (l.next + 1) % len(l.entries)
+		l.dropped++
+	}
 	l.mu.Unlock()
 	return e
 }
 
-// len is the number of requests recorded.
-func (l *requestLog) len() int {
+// counts returns the number of requests kept and the number dropped.
+func (l *requestLog) counts() (kept int, dropped int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.entries)
+	return len(l.entries), l.dropped
 }
 
 func (l *requestLog) snapshot() []Request {
 	l.mu.Lock()
-	entries := append([]*reqEntry(nil), l.entries...)
+	entries := append(append([]*reqEntry(nil), l.entries[l.next:]...), l.entries[:l.next]...)
 	l.mu.Unlock()
 	out := make([]Request, len(entries))
 	for i, e := range entries {

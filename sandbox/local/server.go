@@ -74,7 +74,7 @@ type Server struct {
 // New returns a server that is not listening yet: call Serve, or mount
 // Handler in a server of your own. Call Close when done.
 func New(opts ...Option) (*Server, error) {
-	cfg := config{outputLimit: defaultOutputLimit, outputBudget: defaultOutputBudget}
+	cfg := config{outputLimit: defaultOutputLimit, outputBudget: defaultOutputBudget, requestLimit: defaultRequestHistory}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -92,6 +92,7 @@ func New(opts ...Option) (*Server, error) {
 	s := &Server{
 		cfg:       cfg,
 		out:       newOutputStore(cfg.outputBudget),
+		reqs:      requestLog{limit: cfg.requestLimit},
 		exec:      cfg.exec,
 		log:       cfg.logger,
 		ids:       newIDSource(cfg.seed),

@@ -53,7 +53,7 @@ func TestOutputBudgetOverManyCommands(t *testing.T) {
 	require.Len(t, last, writes, "the newest output is whole")
 	assert.Equal(t, logFrame{"stdout", strings.Repeat("x", size)}, last[0])
 	// Besides the budget, each command leaves records for inspection (the
-	// command, its request in the request log: about 3 KiB); 100 KiB of
+	// command, its request in the request log: about 1.7 KiB); 100 KiB of
 	// output per command must not be there.
 	assert.Less(t, growth, int64(budget+commands*4<<10+16<<20), "heap growth after %d commands", commands)
 	t.Logf("%d commands, %d MiB of output: heap grew by %.1f MiB; %+v", commands, int64(commands)*writes*size>>20, float64(growth)/(1<<20), m)
@@ -87,4 +87,25 @@ func heapInuse() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapInuse)
+}
+
+// TestRequestHistoryBounded checks that the request log keeps the most
+// recent requests only, in arrival order, and counts those it dropped.
+func TestRequestHistoryBounded(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, local.WithRequestHistory(5))
+	for i := range 12 {
+		h.call("GET", "/v2/sandboxes/sessions/sess_"+string(rune('a'+i)), nil)
+	}
+	reqs := h.srv.Requests()
+	require.Len(t, reqs, 5)
+	for i, r := range reqs {
+		assert.Equal(t, "/v2/sandboxes/sessions/sess_"+string(rune('a'+7+i)), r.Path)
+	}
+	m := h.srv.Memory()
+	assert.Equal(t, 5, m.Requests)
+	assert.Equal(t, int64(7), m.DroppedRequests)
+
+	_, err := local.New(local.WithRequestHistory(0))
+	assert.ErrorContains(t, err, "WithRequestHistory")
 }

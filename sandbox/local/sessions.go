@@ -231,8 +231,8 @@ func (s *Server) killSession(sess *sessionRec) {
 	s.mu.Unlock()
 	running := s.runningCommands(sess)
 	sess.cancel()
-	for _, c := range running {
-		_ = c.proc.Signal(signalKill)
+	for _, r := range running {
+		_ = r.proc.Signal(signalKill)
 	}
 }
 

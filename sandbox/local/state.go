@@ -137,7 +137,7 @@ type commandRec struct {
 	startedAt int64
 	started   time.Time // real time, for durationMs
 
-	proc       Process // nil until Start returned
+	proc       Process // nil until Start returned, and again once ended
 	exitCode   *int
 	durationMs *int64
 	endedAt    int64 // ms on the server's clock, once exitCode is set

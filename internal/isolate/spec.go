@@ -25,6 +25,10 @@ import (
 // ErrUnavailable reports that isolation cannot be used on this system.
 var ErrUnavailable = errors.New("isolation unavailable")
 
+// ErrNoScope reports that sandboxes with the host's network reach the
+// host's abstract unix sockets (see Engine.SocketScope).
+var ErrNoScope = errors.New("isolate: the host's abstract unix sockets are reachable with the host's network")
+
 // DefaultUID and DefaultGID are the ids of the unprivileged user that
 // commands run as when they are not run with sudo.
 const (

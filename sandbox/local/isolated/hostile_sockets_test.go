@@ -21,6 +21,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/isolated"
 )
 
 // The unix socket probes. Under allow-all a sandbox shares the host's
@@ -141,12 +142,20 @@ func (h *hostile) withSockProbe() {
 	require.NoError(t, err)
 }
 
+// newSocketHostile is newHostile without a memory limit, which a Go
+// program cannot start under where it is an address space limit (no
+// memory cgroup).
+func newSocketHostile(t *testing.T) *hostile {
+	t.Helper()
+	return newHostileOn(t, newIsolated(t, isolated.Memory(0), isolated.Procs(128)))
+}
+
 // probeName is a fresh name for an abstract socket.
 func probeName() string { return fmt.Sprintf("sbx-probe-%016x", rand.Uint64()) }
 
 func TestProbeHostAbstractSocket(t *testing.T) {
 	t.Parallel()
-	h := newHostile(t)
+	h := newSocketHostile(t)
 	if ok, why := h.iso.ScopedSockets(); !ok {
 		t.Skip("SKIPPED: commands reach the host's abstract unix sockets here: " + why)
 	}
@@ -224,7 +233,7 @@ func peerUID(c net.Conn) string {
 
 func TestProbeOwnAbstractSockets(t *testing.T) {
 	t.Parallel()
-	h := newHostile(t)
+	h := newSocketHostile(t)
 	h.withSockProbe()
 	for _, sudo := range []bool{false, true} {
 		res := h.bash("/vercel/sandbox/sockprobe self "+probeName(), sudo)
@@ -235,7 +244,7 @@ func TestProbeOwnAbstractSockets(t *testing.T) {
 
 func TestProbeHostPathSockets(t *testing.T) {
 	t.Parallel()
-	h := newHostile(t)
+	h := newSocketHostile(t)
 	h.withSockProbe()
 	// A host socket in the host's temporary directory, where an X server
 	// keeps its own (/tmp/.X11-unix).

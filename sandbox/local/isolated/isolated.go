@@ -80,9 +80,11 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 //     does the end of the command's main process (background jobs);
 //   - the network: loopback only (its own, not the host's), unless the
 //     client set the sandbox's network policy to allow-all
-//     (Cmd.NetworkPolicy), which gives the host's network. deny-all and
-//     custom policies get loopback only: domain and subnet rules are not
-//     emulated. HostNetwork opens the network for every command;
+//     (Cmd.NetworkPolicy), which gives the host's network but not the
+//     host's abstract unix sockets, where Landlock scopes them out (see
+//     ScopedSockets). deny-all and custom policies get loopback only:
+//     domain and subnet rules are not emulated. HostNetwork opens the
+//     network for every command;
 //   - a user: uid 1000 (vercel-sandbox, home /home/vercel-sandbox) or, with
 //     sudo, uid 0 (root, home /root). uid 1000 is the host user running the
 //     server, so that the sandbox's tree stays writable by the commands and

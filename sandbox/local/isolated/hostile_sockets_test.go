@@ -3,14 +3,12 @@
 package isolated_test
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -121,7 +119,7 @@ func (h *hostile) withSockProbe() {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Skipf("SKIPPED: the probe program needs the go command: %v", err)
 	}
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(sockProbe), 0o644))
@@ -130,9 +128,6 @@ func (h *hostile) withSockProbe() {
 	build.Dir = dir
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
 	if out, err := build.CombinedOutput(); err != nil {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			t.Skipf("SKIPPED: the probe program needs the go command: %v", err)
-		}
 		t.Fatalf("build the probe program: %v\n%s", err, out)
 	}
 	entry, err := files.FromFile("/vercel/sandbox/sockprobe", filepath.Join(dir, "sockprobe"))

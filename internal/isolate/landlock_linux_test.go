@@ -2,6 +2,7 @@ package isolate
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -99,4 +100,22 @@ func BenchmarkStartIn(b *testing.B) {
 			_, _ = e.startIn(l, nil, noop)
 		}
 	})
+}
+
+// Where Landlock cannot scope sandboxes, they start as they did: from
+// the calling goroutine, without a launcher.
+func TestUnscopedEngineStartsWithoutLauncher(t *testing.T) {
+	e, err := NewEngine()
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	require.NoError(t, err)
+	defer e.Close()
+	e.scopeErr = fmt.Errorf("%w: Landlock ABI 5; scoping needs ABI 6, Linux 6.12", ErrNoScope)
+	p, out := shell(t, e, "exit 4")
+	code, err := p.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, 4, code, out())
+	assert.Nil(t, e.launch)
+	assert.ErrorIs(t, e.SocketScope(), ErrNoScope)
 }

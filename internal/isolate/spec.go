@@ -12,7 +12,8 @@
 // copy of the host's files of /etc for all sandboxes), the resource limits
 // (rlimits, and the control groups of package cgroup, in force before the
 // command starts, so the command and all it starts inherit them), a seccomp filter that keeps files from becoming setuid or
-// setgid, the network policy (loopback only, or the host's network), and
+// setgid, the network policy (loopback only, or the host's network, whose
+// abstract unix sockets a Landlock domain keeps out of reach), and
 // the shell's lookup of the command with its exit codes 126 and 127. Where
 // the server runs as root, an Engine's sandboxes can also have several
 // users and their own writable /etc (EnableUsers).

@@ -189,7 +189,7 @@ func Execute(ctx context.Context, o Options, log io.Writer) (*Result, error) {
 
 	memory := int64(o.MemoryMB) << 20
 	exe, mode := newExecutor(memory, o.Lang == "js")
-	if mode != "isolated" {
+	if _, ok := exe.(*isolated.Executor); !ok {
 		fmt.Fprintf(log, "local-exec: isolation unavailable, running on the host: %s\n", mode)
 	}
 	srv, err := local.New(local.WithExecutor(exe))

@@ -122,7 +122,7 @@ func TestShell(t *testing.T) {
 
 func TestShellMemory(t *testing.T) {
 	code, res := runArgs(t, `head -c 400000000 /dev/zero | tail -n 1`, "-lang", "sh", "-memory", "64")
-	if res.Executor != "isolated" {
+	if !strings.HasPrefix(res.Executor, "isolated") {
 		t.Skip("no memory limit on the host executor: " + res.Executor)
 	}
 	assert.Equal(t, 1, code)

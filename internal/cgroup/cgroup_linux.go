@@ -446,9 +446,46 @@ func writeFile(dir, name string, v int64) error {
 // SysProcAttr to into before it starts it. On cgroup v2 the process is
 // cloned into g (CLONE_INTO_CGROUP, Linux 5.7); where that fails, or g
 // cannot be joined, start runs again as usual and the caller moves the
-// process (Add). When this thread cannot leave g, StartIn fails and ends
-// the thread; the process it started, if any, dies with it (Pdeathsig).
+// process (Add). On cgroup v1 it runs StartHere on a thread of its own;
+// when that thread cannot leave g, StartIn fails and ends the thread; the
+// process it started, if any, dies with it (Pdeathsig).
 func (g *Cgroup) StartIn(start func(into func(*syscall.SysProcAttr)) error) (born bool, err error) {
+	if !g.joins() {
+		return g.StartHere(start)
+	}
+	type result struct {
+		born bool
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		born, err := g.StartHere(start)
+		if !errors.Is(err, ErrStranded) {
+			// Otherwise the thread stays locked: it ends with this goroutine.
+			runtime.UnlockOSThread()
+		}
+		done <- result{born: born, err: err}
+	}()
+	r := <-done
+	return r.born, r.err
+}
+
+// ErrStranded reports that the calling thread could not leave a sandbox's
+// control group.
+var ErrStranded = errors.New("cgroup: the thread cannot leave the sandbox's group")
+
+// joins reports whether StartIn moves a thread into g (cgroup v1).
+func (g *Cgroup) joins() bool { return g != nil && g.owner != nil && len(g.dirs) > 0 && !g.v2 }
+
+// StartHere is StartIn on the calling thread, which the caller has locked
+// (runtime.LockOSThread) and keeps as it is, since the process's parent
+// is that thread. On cgroup v1 the thread joins g, starts the process and
+// goes back; when it cannot go back, StartHere fails with an error
+// wrapping ErrStranded and the caller must end the thread (return from
+// its goroutine without unlocking it), which the process started, if
+// any, does not outlive (Pdeathsig).
+func (g *Cgroup) StartHere(start func(into func(*syscall.SysProcAttr)) error) (born bool, err error) {
 	asUsual := func(*syscall.SysProcAttr) {}
 	switch {
 	case g == nil || g.owner == nil || len(g.dirs) == 0:
@@ -465,31 +502,18 @@ func (g *Cgroup) StartIn(start func(into func(*syscall.SysProcAttr)) error) (bor
 		}
 		return false, start(asUsual)
 	}
-	type result struct {
-		born bool
-		err  error
+	back, err := g.owner.threadGroups(g.ctrls)
+	joined := err == nil && g.joinThread(g.dirs) == nil
+	if joined {
+		err = start(asUsual)
 	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		back, err := g.owner.threadGroups(g.ctrls)
-		joined := err == nil && g.joinThread(g.dirs) == nil
-		if joined {
-			err = start(asUsual)
-		}
-		if berr := g.joinThread(back); berr != nil {
-			// The thread stays locked: it ends with this goroutine.
-			done <- result{err: fmt.Errorf("cgroup: leave the sandbox's group: %w", berr)}
-			return
-		}
-		runtime.UnlockOSThread()
-		if !joined {
-			err = start(asUsual)
-		}
-		done <- result{born: joined, err: err}
-	}()
-	r := <-done
-	return r.born, r.err
+	if berr := g.joinThread(back); berr != nil {
+		return false, fmt.Errorf("%w: %w", ErrStranded, berr)
+	}
+	if !joined {
+		err = start(asUsual)
+	}
+	return joined, err
 }
 
 // joinThread moves the calling thread, alone, into the groups dirs.

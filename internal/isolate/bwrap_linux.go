@@ -20,7 +20,8 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 )
 
-// How a sandbox starts. bwrap (the outer process, our child) is born in
+// How a sandbox starts. bwrap (the outer process, our child, forked by the
+// engine's launcher where Landlock scopes sandboxes) is born in
 // the sandbox's control group (cgroup.Cgroup.StartIn; where it cannot be,
 // its init process is moved there below). It clones the sandbox's init
 // process into new namespaces and reports its pid on the info descriptor.
@@ -38,6 +39,10 @@ type Engine struct {
 	disableUserns bool   // bwrap can forbid new user namespaces inside
 	users         *users // see EnableUsers; nil: one id
 	stage         *stage // the host's files of /etc
+	scopeErr      error  // why sandboxes are not scoped (see SocketScope), or nil
+
+	mu     sync.Mutex
+	launch *launcher // forks bwrap when sandboxes are scoped; nil until needed
 }
 
 // NewEngine finds bwrap in the PATH. It fails, wrapping ErrUnavailable,
@@ -48,12 +53,19 @@ func NewEngine() (*Engine, error) {
 		return nil, fmt.Errorf("%w: bubblewrap (bwrap) is not installed: %w", ErrUnavailable, err)
 	}
 	help, _ := exec.Command(p, "--help").CombinedOutput()
-	return &Engine{path: p, disableUserns: strings.Contains(string(help), "--disable-userns"), stage: &stage{src: "/etc", every: stageCheck}}, nil
+	return &Engine{path: p, disableUserns: strings.Contains(string(help), "--disable-userns"),
+		stage: &stage{src: "/etc", every: stageCheck}, scopeErr: checkScope()}, nil
 }
 
 // Close removes what the engine keeps on the host (its copy of the host's
-// files of /etc); a later Start makes it again.
+// files of /etc, its launcher once its sandboxes have ended); a later
+// Start makes them again.
 func (e *Engine) Close() {
+	e.mu.Lock()
+	if e.launch != nil {
+		e.retire(e.launch)
+	}
+	e.mu.Unlock()
 	e.stage.close()
 }
 
@@ -72,7 +84,9 @@ type Options struct {
 
 // Process is a running sandbox.
 type Process struct {
-	cmd *exec.Cmd
+	cmd    *exec.Cmd
+	engine *Engine
+	launch *launcher // that forked bwrap, or nil
 
 	mu    sync.Mutex
 	init  *os.Process // the sandbox's init process, through a pidfd
@@ -94,9 +108,17 @@ const startRetries = 20
 
 // Start starts spec in a new sandbox and returns once its command is
 // about to start, bound by its limits.
-func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
+func (e *Engine) Start(spec *Spec, o Options) (_ *Process, err error) {
+	l, err := e.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			e.release(l)
+		}
+	}()
 	var st staged
-	var err error
 	if st.dir, st.names, err = e.stage.refresh(); err != nil {
 		return nil, err
 	}
@@ -181,7 +203,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 		}
 	}
-	born, err := o.Cgroup.StartIn(start)
+	born, err := e.startIn(l, o.Cgroup, start)
 	closeAll(child)
 	if err != nil {
 		if c != nil && c.Process != nil {
@@ -190,7 +212,7 @@ func (e *Engine) Start(spec *Spec, o Options) (*Process, error) {
 		}
 		return nil, fmt.Errorf("isolate: start bwrap: %w", err)
 	}
-	p := &Process{cmd: c}
+	p := &Process{cmd: c, engine: e, launch: l}
 	abort := func(err error) (*Process, error) {
 		_ = c.Process.Kill()
 		_ = c.Wait()
@@ -296,6 +318,9 @@ func (p *Process) Signal(sig syscall.Signal) error {
 func (p *Process) Wait() (int, error) {
 	err := p.cmd.Wait()
 	p.mu.Lock()
+	if !p.ended {
+		p.engine.release(p.launch)
+	}
 	p.ended = true
 	_ = p.init.Release()
 	p.mu.Unlock()

@@ -26,6 +26,9 @@ type Options struct {
 	TTY            *os.File
 }
 
+// SocketScope reports that nothing is scoped.
+func (e *Engine) SocketScope() error { return fmt.Errorf("%w: %w", ErrNoScope, errOS) }
+
 // Users reports false.
 func (e *Engine) Users() bool { return false }
 

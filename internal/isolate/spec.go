@@ -12,7 +12,8 @@
 // copy of the host's files of /etc for all sandboxes), the resource limits
 // (rlimits, and the control groups of package cgroup, in force before the
 // command starts, so the command and all it starts inherit them), a seccomp filter that keeps files from becoming setuid or
-// setgid, the network policy (loopback only, or the host's network), and
+// setgid, the network policy (loopback only, or the host's network, whose
+// abstract unix sockets a Landlock domain keeps out of reach), and
 // the shell's lookup of the command with its exit codes 126 and 127. Where
 // the server runs as root, an Engine's sandboxes can also have several
 // users and their own writable /etc (EnableUsers).
@@ -24,6 +25,10 @@ import (
 
 // ErrUnavailable reports that isolation cannot be used on this system.
 var ErrUnavailable = errors.New("isolation unavailable")
+
+// ErrNoScope reports that sandboxes with the host's network reach the
+// host's abstract unix sockets (see Engine.SocketScope).
+var ErrNoScope = errors.New("isolate: the host's abstract unix sockets are reachable with the host's network")
 
 // DefaultUID and DefaultGID are the ids of the unprivileged user that
 // commands run as when they are not run with sudo.

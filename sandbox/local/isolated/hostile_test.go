@@ -42,7 +42,12 @@ type hostile struct {
 
 func newHostile(t *testing.T, opts ...local.Option) *hostile {
 	t.Helper()
-	iso := newIsolated(t, isolated.Memory(256<<20), isolated.Procs(128))
+	return newHostileOn(t, newIsolated(t, isolated.Memory(256<<20), isolated.Procs(128)), opts...)
+}
+
+// newHostileOn is newHostile with the executor iso.
+func newHostileOn(t *testing.T, iso *isolated.Executor, opts ...local.Option) *hostile {
+	t.Helper()
 	dir := t.TempDir()
 	srv := sandboxtest.NewServer(t, append([]local.Option{local.WithExecutor(iso), local.WithDir(dir)}, opts...)...)
 	sb, err := srv.Client().Create(t.Context(), sandbox.CreateParams{Name: "hostile"})

@@ -80,9 +80,11 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 //     does the end of the command's main process (background jobs);
 //   - the network: loopback only (its own, not the host's), unless the
 //     client set the sandbox's network policy to allow-all
-//     (Cmd.NetworkPolicy), which gives the host's network. deny-all and
-//     custom policies get loopback only: domain and subnet rules are not
-//     emulated. HostNetwork opens the network for every command;
+//     (Cmd.NetworkPolicy), which gives the host's network but not the
+//     host's abstract unix sockets, where Landlock scopes them out (see
+//     ScopedSockets). deny-all and custom policies get loopback only:
+//     domain and subnet rules are not emulated. HostNetwork opens the
+//     network for every command;
 //   - a user: uid 1000 (vercel-sandbox, home /home/vercel-sandbox) or, with
 //     sudo, uid 0 (root, home /root). uid 1000 is the host user running the
 //     server, so that the sandbox's tree stays writable by the commands and
@@ -249,6 +251,28 @@ func (e *Executor) Limits() string {
 // sudo -u), and why not when they do not.
 func (e *Executor) Users() (bool, string) { return e.engine.Users(), e.usersReason }
 
+// ScopedSockets reports whether commands are kept from the host's
+// abstract unix sockets (Landlock, Linux 6.12 or later), and why not when
+// they are not. It matters with the host's network only (allow-all or
+// HostNetwork): elsewhere a command has a network namespace of its own.
+func (e *Executor) ScopedSockets() (bool, string) {
+	err := e.engine.SocketScope()
+	if err == nil {
+		return true, ""
+	}
+	return false, strings.TrimPrefix(err.Error(), isolate.ErrNoScope.Error()+": ")
+}
+
+// Mode names the executor as Best does: "isolated", followed, where
+// commands with the host's network reach the host's abstract unix
+// sockets, by why in parentheses.
+func (e *Executor) Mode() string {
+	if ok, why := e.ScopedSockets(); !ok {
+		return "isolated (allow-all reaches the host's abstract unix sockets: " + why + ")"
+	}
+	return "isolated"
+}
+
 // Close removes what the executor keeps between commands (control groups
 // kept for reuse, its copy of the host's files of /etc). Commands started
 // later still run. A local.Server
@@ -282,15 +306,16 @@ func newIsolated(opts []Option) *Executor {
 }
 
 // Best returns an Executor configured by opts when this
-// system allows it, and mode "isolated"; otherwise a hostexec.Executor and
-// mode "host (<reason isolation is unavailable>)".
+// system allows it, and its Mode ("isolated", or with a note on what it
+// does not hold here); otherwise a hostexec.Executor and mode
+// "host (<reason isolation is unavailable>)".
 func Best(opts ...Option) (exec local.Executor, mode string) {
 	iso, err := New(opts...)
 	if err != nil {
 		reason := strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": ")
 		return hostexec.New(), "host (" + reason + ")"
 	}
-	return iso, "isolated"
+	return iso, iso.Mode()
 }
 
 // Outcome classifies how a command ended.

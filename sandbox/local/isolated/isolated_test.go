@@ -97,9 +97,13 @@ func TestIsolatedUnavailableElsewhere(t *testing.T) {
 
 func TestIsolatedBestExecutor(t *testing.T) {
 	requireLinux(t)
-	newIsolated(t)
+	iso := newIsolated(t)
 	e, mode := isolated.Best()
-	assert.Equal(t, "isolated", mode)
+	assert.Equal(t, iso.Mode(), mode)
+	assert.True(t, strings.HasPrefix(mode, "isolated"), mode)
+	if ok, why := iso.ScopedSockets(); !ok {
+		assert.Contains(t, mode, why)
+	}
 	require.IsType(t, &isolated.Executor{}, e)
 	require.NoError(t, e.(*isolated.Executor).Close())
 }

@@ -31,8 +31,9 @@
 // without one.
 //
 // The first line printed on stdout is "listening on http://HOST:PORT"; the
-// second names the executor: "executor: isolated" or "executor: host
-// (REASON)". SIGINT or SIGTERM stops every process the
+// second names the executor: "executor: isolated" (followed, where
+// commands with allow-all reach the host's abstract unix sockets, by why in
+// parentheses) or "executor: host (REASON)". SIGINT or SIGTERM stops every process the
 // server started and exits with status 0.
 package main
 
@@ -148,7 +149,7 @@ func chooseExecutor(flagValue string) (local.Executor, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		return iso, "isolated", nil
+		return iso, iso.Mode(), nil
 	case "auto", "":
 		exec, mode := isolated.Best()
 		return exec, mode, nil

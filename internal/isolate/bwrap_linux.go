@@ -178,32 +178,34 @@ func (e *Engine) Start(spec *Spec, o Options) (_ *Process, err error) {
 	extra = append(extra, child[fdUserns-fdInfo:]...)
 	var c *exec.Cmd
 	start := func(into func(*syscall.SysProcAttr)) error {
-		for attempt := 0; ; attempt++ {
-			c = &exec.Cmd{
-				Path:       e.path,
-				Args:       argv,
-				Env:        spec.Env,
-				Dir:        "/",
-				Stdout:     o.Stdout,
-				Stderr:     o.Stderr,
-				ExtraFiles: extra,
-				SysProcAttr: &syscall.SysProcAttr{
-					Setsid:    true,
-					Pdeathsig: syscall.SIGKILL,
-				},
-			}
-			o.onTerminal(c)
-			into(c.SysProcAttr)
-			err := c.Start()
-			// EAGAIN: the host is short of processes for a moment (another
-			// sandbox's fork bomb at its limit, say); that passes.
-			if !errors.Is(err, syscall.EAGAIN) || attempt == startRetries {
-				return err
-			}
-			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+		c = &exec.Cmd{
+			Path:       e.path,
+			Args:       argv,
+			Env:        spec.Env,
+			Dir:        "/",
+			Stdout:     o.Stdout,
+			Stderr:     o.Stderr,
+			ExtraFiles: extra,
+			SysProcAttr: &syscall.SysProcAttr{
+				Setsid:    true,
+				Pdeathsig: syscall.SIGKILL,
+			},
 		}
+		o.onTerminal(c)
+		into(c.SysProcAttr)
+		return c.Start()
 	}
-	born, err := e.startIn(l, o.Cgroup, start)
+	var born bool
+	for attempt := 0; ; attempt++ {
+		born, err = e.startIn(l, o.Cgroup, start)
+		// EAGAIN: the host is short of processes for a moment (another
+		// sandbox's fork bomb at its limit, say); that passes. The wait is
+		// spent here, not on the launcher, which every start shares.
+		if !errors.Is(err, syscall.EAGAIN) || attempt == startRetries {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+	}
 	closeAll(child)
 	if err != nil {
 		if c != nil && c.Process != nil {

@@ -98,6 +98,11 @@ func (d *Decoder) Next() (Frame, error) {
 	// The common case first, in as few calls as can be: a whole log line
 	// in the buffer. Anything else takes next, from the same line.
 	if d.long == nil && d.err == nil {
+		if k, data, n := hostedLog(d.buf[d.start:d.end]); k != 0 {
+			d.start += n
+			d.scanned = d.start // the line's newline was the first
+			return Frame{Kind: k, Data: data}, nil
+		}
 		if i := bytes.IndexByte(d.buf[d.scanned:d.end], '\n'); i >= 0 {
 			end := d.scanned + i
 			if k, data := fastLog(d.buf[d.start:end]); k != 0 {

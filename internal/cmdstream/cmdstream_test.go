@@ -124,6 +124,7 @@ func FuzzFastLog(f *testing.F) {
 	f.Add([]byte(`{"DATA":"x","stream":"stdout"}`))
 	f.Add([]byte(`{"Stream":"stdout","data":"x"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
+		agreeWithFastLog(t, line)
 		if !agreeWithGeneral(t, line) {
 			return
 		}

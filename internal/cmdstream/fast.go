@@ -22,8 +22,8 @@ func fastLog(line []byte) (Kind, []byte) {
 		return 0, nil
 	}
 	var k Kind
-	var data []byte    // the data as it is in the line, without its quotes
-	var dataEsc [2]int // where its first and last escapes are in data
+	var data []byte // the data as it is in the line, without its quotes
+	dataEsc := -1   // where its first escape is in data; -1 for none
 	haveData := false
 	for {
 		i = skipSpace(line, i+1)
@@ -46,11 +46,11 @@ func fastLog(line []byte) (Kind, []byte) {
 				k = KindStderr
 			}
 		} else {
-			next, first, last, ok := scanString(line, i)
+			next, esc, ok := scanString(line, i)
 			if !ok || haveData {
 				return 0, nil
 			}
-			data, dataEsc, haveData, i = line[i+1:next-1], [2]int{first, last}, true, next
+			data, dataEsc, haveData, i = line[i+1:next-1], esc, true, next
 		}
 		i = skipSpace(line, i)
 		if i == len(line) {
@@ -66,7 +66,7 @@ func fastLog(line []byte) (Kind, []byte) {
 	if k == 0 || !haveData || skipSpace(line, i+1) != len(line) {
 		return 0, nil
 	}
-	return k, unescape(data, dataEsc[0], dataEsc[1])
+	return k, unescape(data, dataEsc)
 }
 
 // Hosted Vercel writes every log line the same way: {"data":"…", then
@@ -88,7 +88,7 @@ func hostedLog(b []byte) (Kind, []byte, int) {
 	if len(b) < len(hostedHead)+len(hostedStdout) || le64(b) != hostedWords[0] || b[8] != '"' {
 		return 0, nil, 0
 	}
-	next, first, last, ok := scanString(b, len(hostedHead)-1)
+	next, esc, ok := scanString(b, len(hostedHead)-1)
 	if !ok || len(b)-next < len(hostedStdout)-1 {
 		return 0, nil, 0
 	}
@@ -107,7 +107,7 @@ func hostedLog(b []byte) (Kind, []byte, int) {
 	default:
 		return 0, nil, 0
 	}
-	return k, unescape(b[len(hostedHead):next-1], first, last), next - 1 + len(hostedStdout)
+	return k, unescape(b[len(hostedHead):next-1], esc), next - 1 + len(hostedStdout)
 }
 
 // hostedWords are the words hostedLog compares: the head's first eight
@@ -170,44 +170,44 @@ var escaped = [256]byte{
 }
 
 // scanString checks the JSON string at b[i] for the fast path, and returns
-// the index after its closing quote and where its first and last escapes
-// are in its contents (-1 for none). It refuses (ok false) what the fast
+// the index after its closing quote and where its first escape is in its
+// contents (-1 for none). It refuses (ok false) what the fast
 // path leaves to encoding/json: \u and invalid escapes, control
 // characters, invalid UTF-8, and a string that is not closed.
-func scanString(b []byte, i int) (next, first, last int, ok bool) {
+func scanString(b []byte, i int) (next, esc int, ok bool) {
 	if i >= len(b) || b[i] != '"' {
-		return 0, 0, 0, false
+		return 0, 0, false
 	}
-	first, last = -1, -1
+	esc = -1
 	plain := &plainASCII // until the first byte from 0x80, when UTF-8 has to be checked
 	for j := i + 1; j < len(b); {
 		c := b[j]
-		if plain[c] != 0 { // else no run to look for: an escape may end just before the quote
+		if plain[c] != 0 { // else no run to look for: an escape often ends just before the quote
 			j += plainRun(b[j:], plain)
 			continue
 		}
 		switch c {
 		case '"':
 			if plain == &plainAll && !utf8.Valid(b[i+1:j]) {
-				return 0, 0, 0, false
+				return 0, 0, false
 			}
-			return j + 1, first, last, true
+			return j + 1, esc, true
 		case '\\':
 			if j+1 == len(b) || escaped[b[j+1]] == 0 {
-				return 0, 0, 0, false
+				return 0, 0, false
 			}
-			if last = j - i - 1; first < 0 {
-				first = last
+			if esc < 0 {
+				esc = j - i - 1
 			}
 			j += 2
 		default:
 			if c < 0x80 { // a control character
-				return 0, 0, 0, false
+				return 0, 0, false
 			}
 			plain = &plainAll
 		}
 	}
-	return 0, 0, 0, false
+	return 0, 0, false
 }
 
 // plainRun returns how many bytes at the start of s the table plain marks.
@@ -272,25 +272,23 @@ func mask(w, high uint64) uint64 {
 }
 
 // unescape decodes, in place, the contents s of a string scanString
-// accepted, whose first and last escapes are at first and last, and
-// returns the decoded part of s.
-func unescape(s []byte, first, last int) []byte {
-	if first < 0 {
+// accepted, whose first escape is at j, and returns the decoded part of s.
+func unescape(s []byte, j int) []byte {
+	if j < 0 {
 		return s
 	}
-	w, j := first, first
+	w := j
 	for {
 		s[w] = escaped[s[j+1]]
 		w, j = w+1, j+2
-		if j > last {
-			break
+		if j == len(s) { // an escape that ends the string, as a line's newline often does
+			return s[:w]
 		}
 		k := bytes.IndexByte(s[j:], '\\')
+		if k < 0 {
+			return s[:w+copy(s[w:], s[j:])]
+		}
 		w += copy(s[w:], s[j:j+k])
 		j += k
 	}
-	if j < len(s) {
-		w += copy(s[w:], s[j:])
-	}
-	return s[:w]
 }

@@ -183,7 +183,7 @@ func (f *follower) stream(ctx context.Context) error {
 	}
 	var seen delivered
 	for {
-		fr, err := dec.Next()
+		kind, data, _, err := dec.NextParts()
 		if err == io.EOF {
 			return nil
 		}
@@ -191,7 +191,7 @@ func (f *follower) stream(ctx context.Context) error {
 			return err
 		}
 		i := 0
-		switch fr.Kind {
+		switch kind {
 		case cmdstream.KindStdout:
 		case cmdstream.KindStderr:
 			i = 1
@@ -199,7 +199,6 @@ func (f *follower) stream(ctx context.Context) error {
 			return &apierr.StreamError{Code: "malformed_frame", Message: "command line in a log stream",
 				SessionID: f.ref.SessionID, CommandID: f.ref.CommandID}
 		}
-		data := fr.Data
 		// Skip what an earlier stream delivered already.
 		if skip := f.sent[i] - seen[i]; skip > 0 {
 			n := min(skip, int64(len(data)))
@@ -211,7 +210,7 @@ func (f *follower) stream(ctx context.Context) error {
 		}
 		seen[i] += int64(len(data))
 		f.sent[i] += int64(len(data))
-		if err := f.emit(fr.Kind, data); err != nil {
+		if err := f.emit(kind, data); err != nil {
 			return err
 		}
 	}

@@ -104,27 +104,40 @@ func (d *Decoder) SetCommandID(id string) { d.commandID = id }
 // "frame_too_large" for a line whose parts other than log data do not fit
 // in the decoder's bounds. Keys are matched exactly, as the wire protocol
 // says, and a repeated key is refused.
-func (d *Decoder) Next() (Frame, error) {
+func (d *Decoder) Next() (f Frame, err error) {
+	f.Kind, f.Data, f.Command, err = d.NextParts()
+	return f, err
+}
+
+// NextParts is Next with the frame in its parts, which the caller's loop
+// can keep in registers: a Frame is too large for that, and a copy of one
+// just returned waits for the stores that made it.
+func (d *Decoder) NextParts() (Kind, []byte, *wire.Command, error) {
 	// The common case first, in as few calls as can be: a whole log line
 	// in the buffer. Anything else takes next, from the same line.
 	if d.long == nil && d.err == nil {
+		if k, data, n := hostedLog(d.buf[d.start:d.end]); k != 0 {
+			d.start += n
+			d.scanned = d.start // the line's newline was the first
+			return k, data, nil, nil
+		}
 		if i := bytes.IndexByte(d.buf[d.scanned:d.end], '\n'); i >= 0 {
 			end := d.scanned + i
 			if k, data := fastLog(d.buf[d.start:end]); k != 0 {
 				d.start, d.scanned = end+1, end+1
-				return Frame{Kind: k, Data: data}, nil
+				return k, data, nil, nil
 			}
 		}
 	}
 	if d.err != nil {
-		return Frame{}, d.err
+		return 0, nil, nil, d.err
 	}
 	f, err := d.next()
 	if err != nil {
 		d.err = err
 		d.Close()
 	}
-	return f, err
+	return f.Kind, f.Data, f.Command, err
 }
 
 func (d *Decoder) next() (Frame, error) {

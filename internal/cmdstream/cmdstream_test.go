@@ -84,6 +84,7 @@ func FuzzDecoder(f *testing.F) {
 	f.Add([]byte("\n\n{}\n"))
 	f.Add([]byte(`{"data":"a\nb\"c\\d\u00e9\ud83d\ude00","stream":"stdout"}` + "\r\n" + ` { "stream" : "stderr" , "data" : "\t" } `))
 	f.Add([]byte(`{"data":"x","stream":"stdout","extra":1}` + "\n" + `{"data":"\x","stream":"stdout"}`))
+	f.Add([]byte(`{"data":"a\n","stream":"stdout"}` + "\n" + `{"data":"é\"\\","stream":"stderr"}` + "\r\n" + `{"data":"b","stream":"stdout"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := NewDecoder(bytes.NewReader(data), nil, "s", "c")
 		var got []Frame
@@ -124,6 +125,7 @@ func FuzzFastLog(f *testing.F) {
 	f.Add([]byte(`{"DATA":"x","stream":"stdout"}`))
 	f.Add([]byte(`{"Stream":"stdout","data":"x"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
+		agreeWithFastLog(t, line)
 		if !agreeWithGeneral(t, line) {
 			return
 		}

@@ -69,6 +69,59 @@ func fastLog(line []byte) (Kind, []byte) {
 	return k, unescape(data, dataEsc)
 }
 
+// Hosted Vercel writes every log line the same way: {"data":"…", then
+// ,"stream":"stdout"} or ,"stream":"stderr"}, then a newline.
+const (
+	hostedHead   = `{"data":"`
+	hostedStdout = `","stream":"stdout"}` + "\n" // from the closing quote of the data
+	hostedStderr = `","stream":"stderr"}` + "\n"
+)
+
+// hostedLog decodes the log line at the start of b when it is written
+// exactly as hosted Vercel writes them, and returns its kind, its data
+// (decoded in place) and the length of the line with its newline. It needs
+// no separate search for the newline: a JSON string holds no raw newline,
+// so the one after the closing brace ends the line. Anything else, a line
+// that is not whole in b included, gives kind 0 and leaves b as it is;
+// fastLog takes the lines hostedLog takes with the same result.
+func hostedLog(b []byte) (Kind, []byte, int) {
+	if len(b) < len(hostedHead)+len(hostedStdout) || le64(b) != hostedWords[0] || b[8] != '"' {
+		return 0, nil, 0
+	}
+	next, esc, ok := scanString(b, len(hostedHead)-1)
+	if !ok || len(b)-next < len(hostedStdout)-1 {
+		return 0, nil, 0
+	}
+	// The tail, from the data's closing quote, in three words; the last
+	// two overlap.
+	tail := b[next-1:]
+	t0, t1, t2 := le64(tail), le64(tail[8:]), le64(tail[len(hostedStdout)-8:])
+	var k Kind
+	switch {
+	case t0 != hostedWords[1]:
+		return 0, nil, 0
+	case t1 == hostedWords[2] && t2 == hostedWords[3]:
+		k = KindStdout
+	case t1 == hostedWords[4] && t2 == hostedWords[5]:
+		k = KindStderr
+	default:
+		return 0, nil, 0
+	}
+	return k, unescape(b[len(hostedHead):next-1], esc), next - 1 + len(hostedStdout)
+}
+
+// hostedWords are the words hostedLog compares: the head's first eight
+// bytes, then the three words of each tail.
+var hostedWords = [6]uint64{
+	le64([]byte(hostedHead)),
+	le64([]byte(hostedStdout)),
+	le64([]byte(hostedStdout[8:])), le64([]byte(hostedStdout[len(hostedStdout)-8:])),
+	le64([]byte(hostedStderr[8:])), le64([]byte(hostedStderr[len(hostedStderr)-8:])),
+}
+
+// le64 is the first eight bytes of b as a little-endian word.
+func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
 // token returns whichever of a and b starts line[i:], and the index after
 // it; "" when neither does. Both are quoted JSON strings without escapes,
 // so a match is the whole string.
@@ -128,20 +181,19 @@ func scanString(b []byte, i int) (next, esc int, ok bool) {
 	esc = -1
 	plain := &plainASCII // until the first byte from 0x80, when UTF-8 has to be checked
 	for j := i + 1; j < len(b); {
-		rest := b[j:]
-		n := plainRun(rest, plain)
-		j += n
-		if n == len(rest) {
-			break
+		c := b[j]
+		if plain[c] != 0 { // else no run to look for: an escape often ends just before the quote
+			j += plainRun(b[j:], plain)
+			continue
 		}
-		switch c := rest[n]; c {
+		switch c {
 		case '"':
 			if plain == &plainAll && !utf8.Valid(b[i+1:j]) {
 				return 0, 0, false
 			}
 			return j + 1, esc, true
 		case '\\':
-			if n+1 == len(rest) || escaped[rest[n+1]] == 0 {
+			if j+1 == len(b) || escaped[b[j+1]] == 0 {
 				return 0, 0, false
 			}
 			if esc < 0 {
@@ -166,18 +218,34 @@ func plainRun(s []byte, plain *[256]uint8) int {
 	if plain == &plainAll {
 		high = 0
 	}
+	// The first word alone: a run is often short.
 	n := 0
+	if len(s) >= 8 {
+		if m := mask(le64(s), high); m != 0 {
+			return bits.TrailingZeros64(m) / 8
+		}
+		n = 8
+	}
 	for ; n+32 <= len(s); n += 32 {
 		w := s[n : n+32 : n+32]
-		if mask(binary.LittleEndian.Uint64(w), high)|mask(binary.LittleEndian.Uint64(w[8:]), high)|
-			mask(binary.LittleEndian.Uint64(w[16:]), high)|mask(binary.LittleEndian.Uint64(w[24:]), high) != 0 {
-			break
+		m0, m1, m2, m3 := mask(le64(w), high), mask(le64(w[8:]), high), mask(le64(w[16:]), high), mask(le64(w[24:]), high)
+		if m0|m1|m2|m3 == 0 {
+			continue
 		}
+		// The lowest byte marked is the first that ends the run: a
+		// borrow only ever marks a byte above one truly marked.
+		switch {
+		case m0 != 0:
+			return n + bits.TrailingZeros64(m0)/8
+		case m1 != 0:
+			return n + 8 + bits.TrailingZeros64(m1)/8
+		case m2 != 0:
+			return n + 16 + bits.TrailingZeros64(m2)/8
+		}
+		return n + 24 + bits.TrailingZeros64(m3)/8
 	}
 	for ; n+8 <= len(s); n += 8 {
-		if m := mask(binary.LittleEndian.Uint64(s[n:]), high); m != 0 {
-			// The lowest byte marked is the first that ends the run: a
-			// borrow only ever marks a byte above one truly marked.
+		if m := mask(le64(s[n:]), high); m != 0 {
 			return n + bits.TrailingZeros64(m)/8
 		}
 	}
@@ -194,13 +262,13 @@ const (
 
 // mask is not zero when one of the eight bytes of w is a quote, a
 // backslash, a control character or, with high set, a byte from 0x80.
-// (x - 0x01…) &^ x has the high bit of a byte set where x has a zero byte,
-// and no high bit at all when x has none; x - n·0x01… likewise for bytes
-// below n ≤ 0x80.
+// x - n·0x01… has the high bit of a byte set where x has a byte below
+// n ≤ 0x80, and no high bit at all when x has none; the bytes from 0x80
+// are then left out (&^ w) and taken back only with high.
 func mask(w, high uint64) uint64 {
 	q := w ^ (lowBits * '"')
 	b := w ^ (lowBits * '\\')
-	return ((w-lowBits*0x20)&^w|(q-lowBits)&^q|(b-lowBits)&^b)&highBits | w&high
+	return ((w-lowBits*0x20)|(q-lowBits)|(b-lowBits))&^w&highBits | w&high
 }
 
 // unescape decodes, in place, the contents s of a string scanString
@@ -213,6 +281,9 @@ func unescape(s []byte, j int) []byte {
 	for {
 		s[w] = escaped[s[j+1]]
 		w, j = w+1, j+2
+		if j == len(s) { // an escape that ends the string, as a line's newline often does
+			return s[:w]
+		}
 		k := bytes.IndexByte(s[j:], '\\')
 		if k < 0 {
 			return s[:w+copy(s[w:], s[j:])]

@@ -39,6 +39,81 @@ func agreeWithGeneral(t *testing.T, line []byte) bool {
 	return true
 }
 
+// agreeWithFastLog checks hostedLog on line, followed by a newline and
+// more: when it takes the line, it takes the line and its newline alone,
+// and fastLog gives the same frame; when it leaves it, the bytes are as
+// they were. It reports whether hostedLog took the line.
+func agreeWithFastLog(t *testing.T, line []byte) bool {
+	t.Helper()
+	b := append(bytes.Clone(line), "\n{\"data\":\"next\",\"stream\":\"stdout\"}\n"...)
+	orig := bytes.Clone(b)
+	k, data, n := hostedLog(b)
+	if k == 0 {
+		if !bytes.Equal(b, orig) {
+			t.Fatalf("%q: hostedLog left the line but changed it to %q", line, b)
+		}
+		return false
+	}
+	if n != len(line)+1 {
+		t.Fatalf("%q: hostedLog took %d bytes, want %d", line, n, len(line)+1)
+	}
+	if !bytes.Equal(b[n:], orig[n:]) {
+		t.Fatalf("%q: hostedLog changed the bytes after the line", line)
+	}
+	want, ok := fastFrame(bytes.Clone(line))
+	if !ok || want.Kind != k || !bytes.Equal(want.Data, data) {
+		t.Fatalf("%q: hostedLog gives %d %q, fastLog %d %q (took it: %v)", line, k, data, want.Kind, want.Data, ok)
+	}
+	return true
+}
+
+// TestHostedLog checks which lines take the path for hosted Vercel's
+// exact form, and that the others are left as they were.
+func TestHostedLog(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		line   string
+		hosted bool
+	}{
+		{`{"data":"plain","stream":"stdout"}`, true},
+		{`{"data":"","stream":"stderr"}`, true},
+		{`{"data":"a\nb\tc\"d\\e\/","stream":"stdout"}`, true},
+		{`{"data":"é ✓ 😀","stream":"stderr"}`, true},
+		{`{"data":"` + strings.Repeat("0123456789abcdef", 300) + `\n","stream":"stdout"}`, true},
+		{`{"data":"x","stream":"stdout"} `, false},
+		{`{"data":"x","stream":"stdout"}` + "\r", false},
+		{`{"data": "x","stream":"stdout"}`, false},
+		{` {"data":"x","stream":"stdout"}`, false},
+		{`{"stream":"stdout","data":"x"}`, false},
+		{`{"data":"x";"stream":"stdout"}`, false},
+		{`{"data":"x","strean":"stdout"}`, false},
+		{`{"data":"x","stream"="stderr"}`, false},
+		{`{"data":"x","stream":"stdoux"}`, false},
+		{`{"data":"x","stream":"stdout"]`, false},
+		{`{"data":"x","stream":"stderr"}` + "x", false},
+		{`{"data":"x","stream":"error"}`, false},
+		{`{"data":"x","stream":"stdout","x":1}`, false},
+		{`{"data":"\u00e9","stream":"stdout"}`, false},
+		{`{"data":"\x","stream":"stdout"}`, false},
+		{"{\"data\":\"\xff\",\"stream\":\"stdout\"}", false},
+		{"{\"data\":\"tab\there\",\"stream\":\"stdout\"}", false},
+		{`{"data":"x","stream":"stdout"`, false},
+		{`{"data":"x`, false},
+		{`{"data`, false},
+	} {
+		assert.Equal(t, c.hosted, agreeWithFastLog(t, []byte(c.line)), c.line)
+	}
+	// A line not whole in the buffer is left for later.
+	for _, line := range []string{`{"data":"x","stream":"stdout"}`, `{"data":"` + strings.Repeat("y", 100) + `","stream":"stderr"}`} {
+		for end := 0; end <= len(line); end++ {
+			b := []byte(line[:end])
+			k, _, _ := hostedLog(b)
+			assert.Zero(t, k, "%q", b)
+			assert.Equal(t, line[:end], string(b))
+		}
+	}
+}
+
 // TestFastLogTable decodes single lines through the Decoder: which take
 // the fast path, and what each gives.
 func TestFastLogTable(t *testing.T) {
@@ -184,8 +259,8 @@ func TestPlainRunMatchesTable(t *testing.T) {
 	t.Parallel()
 	for _, plain := range []*[256]uint8{&plainASCII, &plainAll} {
 		for c := 0; c < 256; c++ {
-			for pos := 0; pos < 20; pos++ {
-				s := bytes.Repeat([]byte("a"), 20)
+			for pos := 0; pos < 80; pos++ {
+				s := bytes.Repeat([]byte("a"), 80)
 				s[pos] = byte(c)
 				want := 0
 				for want < len(s) && plain[s[want]] != 0 {

@@ -228,27 +228,27 @@ func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd
 // or until it ends or fails.
 func (r *attachedRun) read(dec *cmdstream.Decoder) (final *wire.Command, started bool, err error) {
 	for {
-		f, err := dec.Next()
+		kind, data, command, err := dec.NextParts()
 		if err != nil {
 			return nil, started, err
 		}
-		switch f.Kind {
+		switch kind {
 		case cmdstream.KindCommand:
 			if !started {
 				started = true
-				r.cid = f.Command.ID
+				r.cid = command.ID
 				dec.SetCommandID(r.cid)
 				continue
 			}
-			if f.Command.ExitCode == nil {
+			if command.ExitCode == nil {
 				return nil, started, &apierr.StreamError{Code: "malformed_frame", Message: "finish line without an exit code", SessionID: r.sid, CommandID: r.cid}
 			}
-			return f.Command, started, nil
+			return command, started, nil
 		case cmdstream.KindStdout, cmdstream.KindStderr:
 			if !started {
 				return nil, started, &apierr.StreamError{Code: "malformed_frame", Message: "log line before the command line", SessionID: r.sid}
 			}
-			if err := r.write(f.Kind, f.Data); err != nil {
+			if err := r.write(kind, data); err != nil {
 				return nil, started, err
 			}
 		}

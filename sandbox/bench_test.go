@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -150,12 +151,20 @@ func BenchmarkRunTrue(b *testing.B) {
 	cmd := &command.Cmd{Name: "true"}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := benchdata.CPUTime()
 	for i := 0; i < b.N; i++ {
 		if _, err := cs.sb.Run(ctx, cmd); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu)
 	b.ReportMetric(float64(cs.conns.Load()), "conns")
+}
+
+// reportCPU reports the CPU time per operation since cpu, client and
+// server together: wall time on a busy machine also counts the waits.
+func reportCPU(b *testing.B, cpu time.Duration) {
+	b.ReportMetric(float64((benchdata.CPUTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkRunTrueRaw is the baseline for BenchmarkRunTrue: the same
@@ -166,6 +175,7 @@ func BenchmarkRunTrueRaw(b *testing.B) {
 	run := rawRun(b, cs.url, cs.token, cs.sb, "true")
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := benchdata.CPUTime()
 	for i := 0; i < b.N; i++ {
 		resp := run()
 		dec := json.NewDecoder(resp.Body)
@@ -177,6 +187,7 @@ func BenchmarkRunTrueRaw(b *testing.B) {
 		}
 		resp.Body.Close()
 	}
+	reportCPU(b, cpu)
 	b.ReportMetric(float64(cs.conns.Load()), "conns")
 }
 

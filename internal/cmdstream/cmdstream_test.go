@@ -235,3 +235,34 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+// TestClosedDecoderKeepsOffThePool checks what a careless caller meets
+// after Close: Next fails instead of reading the buffer Close gave back,
+// which another decoder may be using; a second Close is harmless, and the
+// other decoder's frames stay whole.
+func TestClosedDecoderKeepsOffThePool(t *testing.T) {
+	t.Parallel()
+	line := func(s string) string { return `{"data":"` + s + `","stream":"stdout"}` + "\n" }
+	a := NewDecoder(strings.NewReader(line("a1")+line("a2")), nil, "s", "c")
+	fr, err := a.Next()
+	require.NoError(t, err)
+	require.Equal(t, "a1", string(fr.Data))
+	a.Close()
+	a.Close()
+	for range 8 { // whichever decoder gets a's buffer
+		b := NewDecoder(strings.NewReader(line("b1")+line("b2")), nil, "s", "c")
+		_, err = a.Next()
+		require.ErrorIs(t, err, errClosed)
+		for _, want := range []string{"b1", "b2"} {
+			fr, err := b.Next()
+			require.NoError(t, err)
+			require.Equal(t, want, string(fr.Data))
+		}
+		b.Close()
+	}
+	k, data, c, err := a.NextParts()
+	assert.Zero(t, k)
+	assert.Nil(t, data)
+	assert.Nil(t, c)
+	assert.ErrorIs(t, err, errClosed)
+}

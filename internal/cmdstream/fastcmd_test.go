@@ -73,7 +73,8 @@ var commandLines = []struct {
 	{`{"command":{"x":nullx}}`, false},
 	{"{\"command\":{\"id\":\"\xff\"}}", false},
 	{`{"data":"x","stream":"stdout"}`, false},
-	{`{ "command":{}}`, false}, // the exact opening only
+	{`{ "command":{}}`, false},    // the exact opening only
+	{"{\"command\":{\n}}", false}, // a newline, which ends the general path's value
 }
 
 // TestFastCommandTable checks which command lines the fast path takes, and

@@ -41,6 +41,19 @@ type loadFake struct {
 	opened atomic.Int64 // connections accepted since start
 	open   atomic.Int64 // connections not yet closed
 	once   sync.Once
+
+	mu       sync.Mutex
+	carriers map[string]bool // client addresses that sent a request since reset
+}
+
+// carried returns how many connections carried a request since the last
+// call, and forgets them.
+func (f *loadFake) carried() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := len(f.carriers)
+	f.carriers = map[string]bool{}
+	return n
 }
 
 // newLoadFake starts the fake over plain HTTP/1.1 (as local serves
@@ -51,8 +64,14 @@ func newLoadFake(tb testing.TB, h2 bool) *loadFake {
 	script.Handle(sandboxtest.MatchName("echo"), sandboxtest.EchoHandler())
 	srv, err := local.New(local.WithExecutor(script))
 	require.NoError(tb, err)
-	f := &loadFake{srv: srv, h2: h2}
-	f.ts = httptest.NewUnstartedServer(srv.Handler())
+	f := &loadFake{srv: srv, h2: h2, carriers: map[string]bool{}}
+	h := srv.Handler()
+	f.ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.carriers[r.RemoteAddr] = true
+		f.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
 	f.ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		switch st {
 		case http.StateNew:
@@ -174,11 +193,13 @@ func testConcurrentLoad(t *testing.T, h2 bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	var perRound [rounds]int64
+	var perRound, carried [rounds]int64
 	for r := range rounds {
 		before := f.opened.Load()
+		f.carried()
 		require.NoError(t, loadRound(ctx, c, r))
 		perRound[r] = f.opened.Load() - before
+		carried[r] = int64(f.carried())
 	}
 
 	// Every command ran exactly once, with its own arguments.
@@ -201,20 +222,21 @@ func testConcurrentLoad(t *testing.T, h2 bool) {
 
 	// Connections are reused. Over HTTP/1.1 a round never needs more than
 	// one per call in flight (1000), give or take dials that race a
-	// connection coming back to the pool. Over HTTP/2 the first round
-	// dials once per request that finds the pool empty (net/http does not
-	// coalesce those dials); once warm, a few connections carry
-	// everything, but the server's limit of streams per connection (250)
-	// still makes a burst of 1000 dial some more when only a few stayed
-	// open (up to 31 seen), so the bound is a tenth of the calls.
+	// connection coming back to the pool. Over HTTP/2 net/http dials once
+	// per request that finds no connection with a free stream (the
+	// server allows 250 per connection), and keeps only the first dial to
+	// finish: the others close before their first request. How many it
+	// dials depends on timing (up to 135 seen in a warm round on a loaded
+	// machine), so what is bounded there is the connections that carry
+	// requests: a few (1–3 seen), whatever the burst.
 	opened := f.opened.Load()
-	t.Logf("connections opened per round: %v", perRound)
-	for r, n := range perRound {
-		limit := int64(loadSandboxes * loadCommands * 5 / 4)
-		if h2 && r > 0 {
-			limit = loadSandboxes * loadCommands / 10
+	t.Logf("connections opened per round: %v; carrying requests: %v", perRound, carried)
+	for r := range rounds {
+		if h2 {
+			assert.LessOrEqual(t, carried[r], int64(loadSandboxes*loadCommands/50), "connections carrying requests in round %d", r)
+			continue
 		}
-		assert.LessOrEqual(t, n, limit, "connections opened by round %d", r)
+		assert.LessOrEqual(t, perRound[r], int64(loadSandboxes*loadCommands*5/4), "connections opened by round %d", r)
 	}
 	// Once the burst is over, calls made one at a time open nothing new:
 	// every kind of call leaves its connection reusable.

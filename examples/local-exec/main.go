@@ -262,11 +262,14 @@ if (script) {
 }
 `
 
-// Sandbox paths of the JavaScript run.
+// Paths of the JavaScript run, relative to the command's working
+// directory: on the host executor (no bubblewrap) a command sees the
+// host's file system, where an absolute sandbox path such as /tmp/x is
+// not the file the client wrote.
 const (
-	runnerPath = "/tmp/local-exec/runner.js"
-	codePath   = "/tmp/local-exec/snippet.js"
-	resultPath = "/tmp/local-exec/result.json"
+	runnerPath = ".local-exec/runner.js"
+	codePath   = ".local-exec/snippet.js"
+	resultPath = ".local-exec/result.json"
 )
 
 func runJS(ctx context.Context, sb *sandbox.Sandbox, o Options, mode string) (*Result, error) {

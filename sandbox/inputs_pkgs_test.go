@@ -245,8 +245,8 @@ func authCases() []inputCase {
 func proxyCases() []inputCase {
 	newVerifier := func(o fwdproxy.Option) error { return ignore(fwdproxy.NewVerifier(nil, o)) }
 	return []inputCase{
-		{entry: "proxy.NewVerifier", field: "WithKeyCacheSize", call: func(*inputFixture) error {
-			return newVerifier(fwdproxy.WithKeyCacheSize(0))
+		{entry: "proxy.NewVerifier", field: "WithRefreshInterval", call: func(*inputFixture) error {
+			return newVerifier(fwdproxy.WithRefreshInterval(0))
 		}},
 		{entry: "proxy.WithOrigin", field: "WithOrigin", call: func(*inputFixture) error {
 			return newVerifier(fwdproxy.WithOrigin("https://broker.example.com/path"))
@@ -261,14 +261,8 @@ func proxyCases() []inputCase {
 		{entry: "proxy.WithInvalidRequestHandler", field: "WithInvalidRequestHandler", call: func(*inputFixture) error {
 			return newVerifier(fwdproxy.WithInvalidRequestHandler(nil))
 		}},
-		{entry: "proxy.WithKeyCacheSize", field: "WithKeyCacheSize", call: func(*inputFixture) error {
-			return newVerifier(fwdproxy.WithKeyCacheSize(-1))
-		}},
 		{entry: "proxy.WithRefreshInterval", field: "WithRefreshInterval", call: func(*inputFixture) error {
 			return newVerifier(fwdproxy.WithRefreshInterval(-time.Second))
-		}},
-		{entry: "proxy.WithFetchLimit", field: "WithFetchLimit", call: func(*inputFixture) error {
-			return newVerifier(fwdproxy.WithFetchLimit(1, 0))
 		}},
 		{entry: "proxy.Verifier.Verify", field: "r", call: func(*inputFixture) error {
 			v, err := fwdproxy.NewVerifier()

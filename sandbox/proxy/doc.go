@@ -21,8 +21,10 @@
 //   - The five headers are all present and not empty, and the first four
 //     form an http or https URL: the destination, [Forwarded.URL].
 //   - The token is a compact JWS signed with RS256 (no other algorithm).
-//   - Its issuer is https://oidc.vercel.com, with any path, as in the
-//     official SDK, or one you named with [WithTrustedIssuer].
+//   - Its issuer is, exactly, one the verifier trusts: Vercel's global
+//     issuer https://oidc.vercel.com, or those you named with
+//     [WithTrustedIssuer] instead. A project whose OIDC issuer mode is
+//     Team sends tokens of https://oidc.vercel.com/<team slug>: name it.
 //   - The signing key is in the issuer's JSON Web Key Set, fetched from
 //     <issuer>/.well-known/jwks.
 //   - Its audience is the forward URL: the URL of the request as this server
@@ -42,21 +44,26 @@
 //
 // # Keys
 //
-// Key sets are cached per issuer, for 10 minutes, at most 100 issuers
-// ([WithKeyCacheSize]), the least recently used dropped first. A token whose
-// key id is not in a cached set makes the verifier fetch the set again, at
-// most once per issuer every 30 seconds ([WithRefreshInterval]), and in
-// bursts of at most 10 refilled at 10 every 30 seconds over all issuers
-// ([WithFetchLimit]): a flood
-// of made-up key ids or issuers costs the issuer a bounded number of
-// requests, and costs this server no memory. Concurrent fetches of one set
-// are merged into one. A fetch has 5 seconds, follows no redirect, and reads
-// at most 256 KiB. Nothing runs in the background: fetches happen inside
-// the request that needs them.
+// A Verifier has room for the key set of each issuer it trusts, made when
+// it is, and for nothing else. The issuer a token names is read before its
+// signature can be checked, so it only selects among the trusted ones: a
+// token of any other issuer is refused before anything is fetched, and
+// leaves nothing behind. A flood of made-up issuers costs neither memory
+// nor a share of anything a trusted issuer needs.
+//
+// A set is fetched when first needed and again once 10 minutes old. A
+// token whose key id is not in the cached set makes the verifier fetch the
+// set again, at most once per issuer every 30 seconds
+// ([WithRefreshInterval]), which is all a flood of made-up key ids costs
+// the issuer; a token whose key is in the cached set is verified without
+// waiting for such a fetch. Concurrent fetches of one set are merged into
+// one. A fetch has 5 seconds, follows no redirect, and reads at most 256
+// KiB. Nothing runs in the background: fetches happen inside the request
+// that needs them.
 //
 // # Where it differs from the official SDK
 //
-// All but the last refuse only what Vercel does not send:
+// All but the last two refuse only what Vercel does not send:
 //
 //   - A token without exp is refused (the official SDK accepts it).
 //   - A token longer than 16 KiB is refused, and so is one with a crit or
@@ -69,6 +76,10 @@
 //     than 16384 bits are ignored.
 //   - A failed fetch counts against the refresh interval like a successful
 //     one (the official SDK fetches again on the next request).
+//   - Only the issuers named are trusted, each exactly as written (the
+//     official SDK trusts any issuer under https://oidc.vercel.com, the
+//     host in any case, any port, and fetches the keys of each): a token
+//     of a made-up team would otherwise cost a fetch.
 //
 // # Libraries
 //
@@ -77,9 +88,7 @@
 // critical headers as RFC 7515 asks, decodes and checks JSON Web Keys, and
 // validates exp, nbf and aud with a leeway; one library does all of it. The
 // key cache is a small one of this package's own: the JWKS caches for Go
-// (keyfunc, jwx) take their URLs up front and refresh them in background
-// goroutines, while here each token names its issuer (one per team), the
-// set of issuers must stay bounded, and nothing may outlive a request.
-// Concurrent fetches are merged with golang.org/x/sync/singleflight, and
-// fetches over all issuers are limited with golang.org/x/time/rate.
+// (keyfunc, jwx) refresh their sets in background goroutines, and here
+// nothing may outlive a request. Concurrent fetches are merged with
+// golang.org/x/sync/singleflight.
 package proxy

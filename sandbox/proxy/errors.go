@@ -36,8 +36,9 @@ var (
 	// right types.
 	ErrInvalidToken = errors.New("proxy: invalid token")
 
-	// ErrInvalidIssuer: the token's issuer is neither Vercel's OIDC issuer
-	// over https nor one named with WithTrustedIssuer.
+	// ErrInvalidIssuer: the token's issuer is not one the verifier trusts:
+	// Vercel's global issuer, or those named with WithTrustedIssuer instead.
+	// Nothing is fetched for it.
 	ErrInvalidIssuer = errors.New("proxy: untrusted token issuer")
 
 	// ErrInvalidAudience: the token was issued for another forward URL.
@@ -57,8 +58,7 @@ var (
 	ErrUnknownKey = errors.New("proxy: no matching key in the issuer's key set")
 
 	// ErrKeySetUnavailable: the issuer's key set could not be fetched or
-	// read, or may not be fetched yet (see WithRefreshInterval and
-	// WithFetchLimit).
+	// read, or may not be fetched yet (see WithRefreshInterval).
 	ErrKeySetUnavailable = errors.New("proxy: issuer's key set unavailable")
 
 	// ErrMissingClaims: the token lacks the team_id, project_id or

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox/proxy"
 )
@@ -21,7 +20,7 @@ var sentinels = []error{
 // must not panic, must refuse with one of the package's errors that holds
 // nothing of the token, and must accept only a token it can verify.
 func FuzzVerify(f *testing.F) {
-	e := newEnv(f, proxy.WithFetchLimit(1<<20, time.Second))
+	e := newEnv(f)
 	valid := e.token(e.claims())
 	f.Add(valid, "api.example.com", "https", "443", sandboxPath)
 	f.Add(sign(f, rsaKeys()[1], "k1", e.claims()), "api.example.com", "https", "443", sandboxPath)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"maps"
@@ -141,6 +142,7 @@ func newEnv(t testing.TB, opts ...proxy.Option) *env {
 	t.Helper()
 	e := &env{t: t, keys: newIssuers(), clock: newClock()}
 	base := []proxy.Option{
+		proxy.WithTrustedIssuer(teamIssuer),
 		proxy.WithHTTPClient(&http.Client{Transport: e.keys}),
 		proxy.WithClock(e.clock.Now),
 		proxy.WithInvalidRequestHandler(func(w http.ResponseWriter, r *http.Request, err error) {
@@ -207,6 +209,22 @@ func sign(t testing.TB, key *rsa.PrivateKey, kid string, claims map[string]any, 
 	tok, err := obj.CompactSerialize()
 	require.NoError(t, err)
 	return tok
+}
+
+// forge returns a token of claims that names key id kid and carries a
+// signature no key made: what a forger sends. It costs no RSA operation,
+// so a test can send thousands.
+func forge(kid string, claims map[string]any) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	header, err := json.Marshal(map[string]string{"alg": "RS256", "typ": "JWT", "kid": kid})
+	if err != nil {
+		panic(err)
+	}
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		panic(err)
+	}
+	return enc(header) + "." + enc(payload) + "." + enc(bytes.Repeat([]byte{0x5a}, 256))
 }
 
 // token returns a valid token with the published key k1.

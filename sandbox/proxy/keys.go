@@ -10,12 +10,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"golang.org/x/sync/singleflight"
-	"golang.org/x/time/rate"
 )
 
 const (
@@ -26,19 +25,15 @@ const (
 	maxRSABits     = 16384
 )
 
-// The reasons a fetch is not allowed yet.
-var (
-	errTooSoon   = errors.New("fetched too recently to fetch again")
-	errFetchRate = errors.New("too many key-set fetches lately")
-)
+// errTooSoon is the reason a fetch is not allowed yet.
+var errTooSoon = errors.New("fetched too recently to fetch again")
 
 // A keySet is one issuer's keys as one fetch found them. It is never
-// changed once cached, but for used; a refresh caches a new one.
+// changed once cached; a refresh caches a new one.
 type keySet struct {
 	keys    []verifyKey
 	fetched time.Time // of the keys; zero when no fetch has succeeded
 	tried   time.Time // the last fetch, successful or not
-	used    uint64    // when it was last used, in keyCache.tick; guarded by keyCache.mu
 }
 
 // A verifyKey is an RSA key of a key set that may verify RS256 signatures.
@@ -48,41 +43,54 @@ type verifyKey struct {
 	key    *rsa.PublicKey
 }
 
-// keyCache holds the key sets of the issuers seen lately, at most size of
-// them, the least recently used dropped first. Fetches of one issuer's set
-// are merged, spaced by interval, and limited over all issuers by limit.
+// keyCache holds the key set of each trusted issuer, in a slot made with
+// the cache and never added to. The issuer a token names is read before
+// its signature can be checked, so it may only select a slot: a token of
+// any other issuer finds none, and costs no fetch, no memory and no share
+// of anything the trusted issuers use. Fetches of one issuer's set are
+// merged, and spaced by interval whatever asks for them, which bounds what
+// a flood of made-up key ids costs; a token whose key is in a fresh cached
+// set is served from it and never waits for those fetches.
 type keyCache struct {
 	client   *http.Client
 	now      func() time.Time
-	size     int
 	interval time.Duration
-	limit    *rate.Limiter
-	flight   singleflight.Group
-
-	mu   sync.Mutex
-	sets map[string]*keySet
-	tick uint64
+	sets     map[string]*atomic.Pointer[keySet] // by issuer; read-only once made
+	flight   singleflight.Group                 // by issuer
 }
 
 func newKeyCache(c *config) *keyCache {
 	client := *c.client // a copy, so that setting CheckRedirect changes nothing of the caller's
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &keyCache{
+	kc := &keyCache{
 		client:   &client,
 		now:      c.now,
-		size:     c.size,
 		interval: c.interval,
-		limit:    rate.NewLimiter(rate.Every(c.fetchPer/time.Duration(c.fetchN)), c.fetchN),
-		sets:     make(map[string]*keySet),
+		sets:     make(map[string]*atomic.Pointer[keySet], len(c.issuers)),
 	}
+	for _, iss := range c.issuers {
+		kc.sets[iss] = new(atomic.Pointer[keySet])
+	}
+	return kc
 }
 
-// key returns the key that verifies a token of issuer iss signed with key
-// id kid ("" when the token names none). It fetches the issuer's set when
-// none is cached, when the cached one is older than keySetMaxAge, and when
-// no key matches in it; the last two only as often as allowed.
+// trusts reports whether iss is, exactly, one of the trusted issuers.
+func (c *keyCache) trusts(iss string) bool {
+	_, ok := c.sets[iss]
+	return ok
+}
+
+// key returns the key that verifies a token of the trusted issuer iss
+// signed with key id kid ("" when the token names none). It fetches the
+// issuer's set when none is cached, when the cached one is older than
+// keySetMaxAge, and when no key matches in it; the last two only as often
+// as allowed.
 func (c *keyCache) key(ctx context.Context, iss, kid string) (*rsa.PublicKey, error) {
-	set := c.get(iss)
+	slot, ok := c.sets[iss]
+	if !ok {
+		return nil, ErrInvalidIssuer
+	}
+	set := slot.Load()
 	fresh := set.fresh(c.now())
 	if fresh {
 		k, err := set.find(kid)
@@ -93,9 +101,9 @@ func (c *keyCache) key(ctx context.Context, iss, kid string) (*rsa.PublicKey, er
 			return nil, fmt.Errorf("%w: %v", ErrUnknownKey, err)
 		}
 	}
-	latest, err := c.refresh(ctx, iss, set)
+	latest, err := c.refresh(ctx, iss, slot, set)
 	switch {
-	case fresh && (errors.Is(err, errTooSoon) || errors.Is(err, errFetchRate)):
+	case fresh && errors.Is(err, errTooSoon):
 		return nil, fmt.Errorf("%w: %v", ErrUnknownKey, err)
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrKeySetUnavailable, err)
@@ -109,23 +117,18 @@ func (c *keyCache) key(ctx context.Context, iss, kid string) (*rsa.PublicKey, er
 	return k, nil
 }
 
-// refresh fetches the key set of iss, unless it changed since the caller
-// saw seen (then it returns the newer one) or may not be fetched yet.
-// Concurrent calls for one issuer share one fetch.
-func (c *keyCache) refresh(ctx context.Context, iss string, seen *keySet) (*keySet, error) {
+// refresh fetches the key set of iss into slot, unless it changed since
+// the caller saw seen (then it returns the newer one) or may not be
+// fetched yet. Concurrent calls for one issuer share one fetch.
+func (c *keyCache) refresh(ctx context.Context, iss string, slot *atomic.Pointer[keySet], seen *keySet) (*keySet, error) {
 	v, err, _ := c.flight.Do(iss, func() (any, error) {
-		c.mu.Lock()
-		cur := c.sets[iss]
-		c.mu.Unlock()
+		cur := slot.Load()
 		if cur != seen {
 			return cur, nil
 		}
 		now := c.now()
 		if cur != nil && now.Sub(cur.tried) < c.interval {
 			return nil, errTooSoon
-		}
-		if !c.limit.AllowN(now, 1) {
-			return nil, errFetchRate
 		}
 		next := &keySet{tried: now}
 		keys, err := c.fetch(ctx, iss)
@@ -134,7 +137,7 @@ func (c *keyCache) refresh(ctx context.Context, iss string, seen *keySet) (*keyS
 		} else if cur != nil {
 			next.keys, next.fetched = cur.keys, cur.fetched
 		}
-		c.put(iss, next)
+		slot.Store(next)
 		if err != nil {
 			return nil, err
 		}
@@ -144,37 +147,6 @@ func (c *keyCache) refresh(ctx context.Context, iss string, seen *keySet) (*keyS
 		return nil, err
 	}
 	return v.(*keySet), nil
-}
-
-// get returns the cached set of iss, or nil, and marks it used.
-func (c *keyCache) get(iss string) *keySet {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.sets[iss]
-	if s != nil {
-		c.tick++
-		s.used = c.tick
-	}
-	return s
-}
-
-// put caches s as the set of iss, dropping the least recently used set
-// when the cache is full.
-func (c *keyCache) put(iss string, s *keySet) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.sets[iss]; !ok && len(c.sets) >= c.size {
-		var oldest string
-		for k, v := range c.sets {
-			if oldest == "" || v.used < c.sets[oldest].used {
-				oldest = k
-			}
-		}
-		delete(c.sets, oldest)
-	}
-	c.tick++
-	s.used = c.tick
-	c.sets[iss] = s
 }
 
 // fresh reports whether s holds keys fetched less than keySetMaxAge ago.

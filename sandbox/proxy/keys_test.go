@@ -31,9 +31,60 @@ func verifyAll(v *proxy.Verifier, tokens []string) []error {
 	return errs
 }
 
+// TestForgedTokenFloodLeavesValidRequestsFlowing floods the verifier with
+// 40 forged tokens a second, on its own clock, for two minutes: the first
+// with no key set cached, the second after ten quiet minutes, when the
+// cached set has gone stale. In each second, 20 tokens of made-up issuers
+// (Vercel teams and other hosts) arrive at once, then one valid token of
+// the trusted issuer, then 20 tokens of the trusted issuer with made-up key
+// ids or a bad signature. Every valid request must pass, and the flood may
+// cost fetches of the trusted issuer's set only, at most one per refresh
+// interval.
+func TestForgedTokenFloodLeavesValidRequestsFlowing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const perSecond = 40
+	refused, sent := 0, 0
+	var valid string // signed at the start of each minute, as a sandbox reuses its token
+	second := func(s int) {
+		var madeUp, trusted []string
+		for i := range perSecond / 4 {
+			n := s*perSecond + i
+			madeUp = append(madeUp,
+				forge("k1", e.with(map[string]any{"iss": fmt.Sprintf("https://oidc.vercel.com/forged-%d", n)})),
+				forge("k1", e.with(map[string]any{"iss": fmt.Sprintf("https://forged-%d.example.com", n)})))
+			trusted = append(trusted, forge(fmt.Sprintf("forged-%d", n), e.claims()), forge("k1", e.claims()))
+		}
+		for i, err := range verifyAll(e.v, madeUp) {
+			require.Error(t, err, "forged token %d of second %d", i, s)
+		}
+		if s%60 == 0 {
+			valid = e.token(e.claims())
+		}
+		sent++
+		if _, err := e.v.Verify(forwarded(valid)); err != nil {
+			refused++
+		}
+		for i, err := range verifyAll(e.v, trusted) {
+			require.Error(t, err, "forged token %d of second %d", i, s)
+		}
+		e.clock.Advance(time.Second)
+	}
+	for s := range 60 {
+		second(s)
+	}
+	e.clock.Advance(10 * time.Minute)
+	for s := range 60 {
+		second(60 + s)
+	}
+	assert.Zero(t, refused, "valid requests refused, of %d", sent)
+	assert.Equal(t, e.keys.count(teamIssuer), e.keys.count(""), "no key set fetched but the trusted issuer's")
+	assert.LessOrEqual(t, e.keys.count(teamIssuer), 2*(60/30+1), "the trusted set fetched at most once per refresh interval")
+}
+
 func TestUnknownKeyFloodFetchesOncePerInterval(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, proxy.WithFetchLimit(1000, time.Second))
+	e := newEnv(t)
 	_, err := e.v.Verify(forwarded(e.token(e.claims())))
 	require.NoError(t, err)
 	require.Equal(t, 1, e.keys.count(""))
@@ -79,33 +130,119 @@ func TestRotatedKeyIsFetchedOnceTheIntervalHasPassed(t *testing.T) {
 	assert.Equal(t, 2, e.keys.count(teamIssuer))
 }
 
-func TestIssuerFloodIsLimited(t *testing.T) {
+// TestKnownKeyNeverWaitsForARefetch holds a refetch that a made-up key id
+// caused, and checks that a token whose key is cached is verified
+// meanwhile.
+func TestKnownKeyNeverWaitsForARefetch(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, proxy.WithFetchLimit(3, time.Minute))
-	toks := make([]string, 50)
-	for i := range toks {
-		toks[i] = e.token(e.with(map[string]any{"iss": fmt.Sprintf("https://oidc.vercel.com/team-%d", i)}))
-	}
-	ok := 0
-	for _, err := range verifyAll(e.v, toks) {
-		if err == nil {
-			ok++
-			continue
-		}
-		require.ErrorIs(t, err, proxy.ErrKeySetUnavailable)
-	}
-	assert.Equal(t, 3, e.keys.count(""), "no more fetches than the limit allows, over all issuers")
-	assert.Equal(t, 3, ok)
+	e := newEnv(t)
+	_, err := e.v.Verify(forwarded(e.token(e.claims())))
+	require.NoError(t, err)
 
-	e.clock.Advance(20 * time.Second)
-	_, err := e.v.Verify(forwarded(e.token(e.with(map[string]any{"iss": "https://oidc.vercel.com/late"}))))
-	require.NoError(t, err, "the limit refills")
-	assert.Equal(t, 4, e.keys.count(""))
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	defer releaseOnce()
+	e.keys.respond = func(*http.Request) (*http.Response, error) {
+		once.Do(func() { close(started) })
+		<-release
+		return response(http.StatusOK, keySetJSON(map[string]*rsa.PrivateKey{"k1": rsaKeys()[0]})), nil
+	}
+	e.clock.Advance(30 * time.Second)
+	forged := make(chan error, 1)
+	go func() {
+		_, err := e.v.Verify(forwarded(forge("made-up", e.claims())))
+		forged <- err
+	}()
+	<-started
+
+	valid := make(chan error, 1)
+	go func() {
+		_, err := e.v.Verify(forwarded(e.token(e.claims())))
+		valid <- err
+	}()
+	select {
+	case err := <-valid:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a token whose key is cached waited for a refetch")
+	}
+	releaseOnce()
+	require.ErrorIs(t, <-forged, proxy.ErrUnknownKey)
+	assert.Equal(t, 2, e.keys.count(teamIssuer))
+}
+
+// TestUntrustedIssuerCostsNothing sends tokens of issuers the verifier was
+// not made with, among them near spellings of the trusted one and
+// hundreds of made-up Vercel teams: each is refused with no fetch.
+func TestUntrustedIssuerCostsNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var toks []string
+	for _, iss := range []string{
+		"https://oidc.vercel.com", // the default, replaced by the issuer named
+		"https://oidc.vercel.com/acme/", "https://OIDC.vercel.com/acme", "https://oidc.vercel.com:443/acme",
+		"https://oidc.vercel.com/ACME", "https://oidc.vercel.com/acme/..", "https://oidc.vercel.com/acme/x",
+	} {
+		toks = append(toks, e.token(e.with(map[string]any{"iss": iss})))
+	}
+	for i := range 200 {
+		toks = append(toks, forge("k1", e.with(map[string]any{"iss": fmt.Sprintf("https://oidc.vercel.com/team-%d", i)})))
+	}
+	for i, err := range verifyAll(e.v, toks) {
+		require.ErrorIs(t, err, proxy.ErrInvalidIssuer, "token %d", i)
+	}
+	assert.Zero(t, e.keys.count(""), "nothing fetched")
+
+	_, err := e.v.Verify(forwarded(e.token(e.claims())))
+	require.NoError(t, err)
+	assert.Equal(t, 1, e.keys.count(""))
+}
+
+func TestDefaultTrustsVercelsGlobalIssuerAlone(t *testing.T) {
+	t.Parallel()
+	keys, clock := newIssuers(), newClock()
+	v, err := proxy.NewVerifier(proxy.WithHTTPClient(&http.Client{Transport: keys}), proxy.WithClock(clock.Now))
+	require.NoError(t, err)
+	e := &env{t: t, clock: clock}
+	_, err = v.Verify(forwarded(e.token(e.with(map[string]any{"iss": "https://oidc.vercel.com"}))))
+	require.NoError(t, err)
+	assert.Equal(t, 1, keys.count("https://oidc.vercel.com"))
+
+	_, err = v.Verify(forwarded(e.token(e.claims())))
+	require.ErrorIs(t, err, proxy.ErrInvalidIssuer)
+	assert.Contains(t, err.Error(), "WithTrustedIssuer", "says how to trust a team's issuer")
+	assert.Equal(t, 1, keys.count(""), "nothing fetched for a team's issuer")
+}
+
+// TestEachTrustedIssuerHasItsOwnKeySet checks that two trusted issuers'
+// sets are fetched and refreshed apart.
+func TestEachTrustedIssuerHasItsOwnKeySet(t *testing.T) {
+	t.Parallel()
+	const other = "https://oidc.vercel.com/other"
+	e := newEnv(t, proxy.WithTrustedIssuer(other))
+	verify := func(iss string) {
+		t.Helper()
+		_, err := e.v.Verify(forwarded(e.token(e.with(map[string]any{"iss": iss}))))
+		require.NoError(t, err)
+	}
+	verify(teamIssuer)
+	verify(other)
+	verify(teamIssuer)
+	assert.Equal(t, 1, e.keys.count(teamIssuer))
+	assert.Equal(t, 1, e.keys.count(other))
+
+	e.clock.Advance(30 * time.Second)
+	_, err := e.v.Verify(forwarded(forge("made-up", e.claims())))
+	require.ErrorIs(t, err, proxy.ErrUnknownKey)
+	assert.Equal(t, 2, e.keys.count(teamIssuer), "an unknown key id refreshes its issuer's set")
+	assert.Equal(t, 1, e.keys.count(other), "and no other")
+	verify(other)
 }
 
 func TestConcurrentFirstRequestsShareOneFetch(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, proxy.WithRefreshInterval(0), proxy.WithFetchLimit(1000, time.Second))
+	e := newEnv(t)
 	release := make(chan struct{})
 	var started atomic.Int32
 	e.keys.respond = func(r *http.Request) (*http.Response, error) {
@@ -143,25 +280,6 @@ func TestStaleKeySetIsFetchedAgain(t *testing.T) {
 	_, err = e.v.Verify(forwarded(e.token(e.claims())))
 	require.ErrorIs(t, err, proxy.ErrUnknownKey, "a key withdrawn from the set is no longer trusted")
 	assert.Equal(t, 2, e.keys.count(""))
-}
-
-func TestKeyCacheIsBounded(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, proxy.WithKeyCacheSize(2), proxy.WithFetchLimit(1000, time.Second))
-	verify := func(iss string) {
-		t.Helper()
-		_, err := e.v.Verify(forwarded(e.token(e.with(map[string]any{"iss": iss}))))
-		require.NoError(t, err)
-	}
-	a, b, c := "https://oidc.vercel.com/a", "https://oidc.vercel.com/b", "https://oidc.vercel.com/c"
-	verify(a)
-	verify(b)
-	verify(a) // a is now the most recently used
-	verify(c) // drops b
-	verify(a)
-	assert.Equal(t, 1, e.keys.count(a), "a stayed")
-	verify(b)
-	assert.Equal(t, 2, e.keys.count(b), "b was dropped and fetched again")
 }
 
 // TestHostileKeySetServer checks each way a key-set server can fail: the

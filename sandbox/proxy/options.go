@@ -22,10 +22,7 @@ type config struct {
 	invalid  func(http.ResponseWriter, *http.Request, error)
 	client   *http.Client
 	now      func() time.Time
-	size     int
 	interval time.Duration
-	fetchN   int
-	fetchPer time.Duration
 	errs     []error
 }
 
@@ -34,10 +31,7 @@ func defaultConfig() config {
 		invalid:  forbidden,
 		client:   http.DefaultClient,
 		now:      time.Now,
-		size:     100,
 		interval: 30 * time.Second,
-		fetchN:   10,
-		fetchPer: 30 * time.Second,
 	}
 }
 
@@ -68,13 +62,17 @@ func WithOrigin(origin string) Option {
 	}
 }
 
-// WithTrustedIssuer trusts tokens whose iss claim is exactly issuer, beside
-// Vercel's, with keys from issuer + "/.well-known/jwks". It is meant for
-// tests and local demonstrations, with an issuer of your own. The issuer
-// must use https, or http to a loopback host (127.0.0.0/8, ::1 or
-// localhost, which is dialled at 127.0.0.1 or ::1 and never looked up, so
-// it needs a client whose transport is an *http.Transport); *.localhost
-// is refused. Nothing else, such as the environment, adds an issuer.
+// WithTrustedIssuer trusts tokens whose iss claim is exactly issuer, with
+// keys from issuer + "/.well-known/jwks". The issuers named replace the
+// default, Vercel's global issuer https://oidc.vercel.com: a project whose
+// OIDC issuer mode is Team sends tokens of its team's issuer,
+// https://oidc.vercel.com/<team slug>, which must be named; tests and local
+// demonstrations name one of their own. No other issuer is trusted, and
+// nothing is fetched for one. The issuer must use https, or http to a
+// loopback host (127.0.0.0/8, ::1 or localhost, which is dialled at
+// 127.0.0.1 or ::1 and never looked up, so it needs a client whose
+// transport is an *http.Transport); *.localhost is refused. Nothing else,
+// such as the environment, adds an issuer.
 func WithTrustedIssuer(issuer string) Option {
 	return func(c *config) {
 		u, err := url.Parse(issuer)
@@ -127,41 +125,18 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
-// WithKeyCacheSize sets how many issuers' key sets are kept (default 100).
-func WithKeyCacheSize(n int) Option {
-	return func(c *config) {
-		if n < 1 {
-			c.fail("WithKeyCacheSize", "want at least 1, got %d", n)
-			return
-		}
-		c.size = n
-	}
-}
-
 // WithRefreshInterval sets the least time between two fetches of one
-// issuer's key set (default 30 seconds). Within it, a token whose key is not
-// in the cached set is refused with ErrUnknownKey.
+// issuer's key set (default 30 seconds), whatever asks for them: a token
+// whose key id is not in the cached set, or a set older than 10 minutes.
+// Within it, a token whose key is not in the cached set is refused with
+// ErrUnknownKey.
 func WithRefreshInterval(d time.Duration) Option {
 	return func(c *config) {
-		if d < 0 {
-			c.fail("WithRefreshInterval", "negative interval %v", d)
+		if d <= 0 {
+			c.fail("WithRefreshInterval", "want a positive interval, got %v", d)
 			return
 		}
 		c.interval = d
-	}
-}
-
-// WithFetchLimit limits key-set fetches over all issuers to bursts of n,
-// refilled at n per period (default 10 every 30 seconds). A token that
-// needs a fetch beyond it is refused with ErrKeySetUnavailable, or
-// ErrUnknownKey when the issuer's cached set is fresh.
-func WithFetchLimit(n int, period time.Duration) Option {
-	return func(c *config) {
-		if n < 1 || period <= 0 {
-			c.fail("WithFetchLimit", "want n at least 1 and a positive period, got %d per %v", n, period)
-			return
-		}
-		c.fetchN, c.fetchPer = n, period
 	}
 }
 

@@ -17,9 +17,9 @@ import (
 )
 
 const (
-	vercelIssuerHost = "oidc.vercel.com"
-	clockTolerance   = 60 * time.Second
-	maxTokenBytes    = 16 << 10
+	vercelIssuer   = "https://oidc.vercel.com" // Vercel's global issuer, trusted when no issuer is named
+	clockTolerance = 60 * time.Second
+	maxTokenBytes  = 16 << 10
 )
 
 // Forwarded describes an authenticated forwarded request. The host the
@@ -41,7 +41,6 @@ type Forwarded struct {
 // one with NewVerifier: a zero or nil Verifier refuses every call.
 type Verifier struct {
 	origin  string
-	issuers map[string]bool
 	invalid func(http.ResponseWriter, *http.Request, error)
 	now     func() time.Time
 	keys    *keyCache
@@ -62,11 +61,10 @@ func NewVerifier(opts ...Option) (*Verifier, error) {
 	if err := c.dialLocalhost(); err != nil {
 		return nil, err
 	}
-	v := &Verifier{origin: c.origin, issuers: map[string]bool{}, invalid: c.invalid, now: c.now, keys: newKeyCache(&c)}
-	for _, iss := range c.issuers {
-		v.issuers[iss] = true
+	if len(c.issuers) == 0 {
+		c.issuers = []string{vercelIssuer}
 	}
-	return v, nil
+	return &Verifier{origin: c.origin, invalid: c.invalid, now: c.now, keys: newKeyCache(&c)}, nil
 }
 
 // check refuses a nil or zero Verifier, which has no key cache.
@@ -187,7 +185,8 @@ func str(v any) string {
 // verifyToken checks the token's form, issuer, signature and times, and
 // that it was issued for aud. The order is the official SDK's: the issuer
 // is read from the unverified payload to find the keys, then the signature
-// is verified, then the claims are checked.
+// is verified, then the claims are checked. Until the signature is, the
+// issuer only selects among the trusted ones.
 func (v *Verifier) verifyToken(ctx context.Context, token, aud string) (*claimSet, error) {
 	if len(token) > maxTokenBytes {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidToken, maxTokenBytes)
@@ -208,7 +207,10 @@ func (v *Verifier) verifyToken(ctx context.Context, token, aud string) (*claimSe
 		return nil, fmt.Errorf("%w: the payload is not a JSON claims set", ErrInvalidToken)
 	}
 	iss := str(c.Issuer)
-	if !v.trusts(iss) {
+	if !v.keys.trusts(iss) {
+		if strings.HasPrefix(iss, vercelIssuer+"/") {
+			return nil, fmt.Errorf("%w: a Vercel team issuer not named with WithTrustedIssuer", ErrInvalidIssuer)
+		}
 		return nil, ErrInvalidIssuer
 	}
 	key, err := v.keys.key(ctx, iss, h.KeyID)
@@ -235,19 +237,4 @@ func (v *Verifier) verifyToken(ctx context.Context, token, aud string) (*claimSe
 	default:
 		return nil, fmt.Errorf("%w: the claims do not validate", ErrInvalidToken)
 	}
-}
-
-// trusts reports whether tokens of issuer iss are accepted: those of
-// Vercel's OIDC issuer over https, with any path and port and the host in
-// any case, as in the official SDK, and those named with WithTrustedIssuer.
-func (v *Verifier) trusts(iss string) bool {
-	if iss == "" {
-		return false
-	}
-	if v.issuers[iss] {
-		return true
-	}
-	u, err := url.Parse(iss)
-	return err == nil && u.Scheme == "https" && strings.EqualFold(u.Hostname(), vercelIssuerHost) &&
-		u.User == nil && u.RawQuery == "" && !u.ForceQuery && u.Fragment == ""
 }

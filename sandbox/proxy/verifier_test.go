@@ -379,10 +379,8 @@ func TestOptionsRefuseBadValues(t *testing.T) {
 		"issuer localhost.":     proxy.WithTrustedIssuer("http://localhost.:9"),
 		"issuer not a URL":      proxy.WithTrustedIssuer("issuer"),
 		"issuer with a query":   proxy.WithTrustedIssuer("https://issuer.example.com/?a=1"),
-		"cache size 0":          proxy.WithKeyCacheSize(0),
 		"negative interval":     proxy.WithRefreshInterval(-time.Second),
-		"fetch limit 0":         proxy.WithFetchLimit(0, time.Second),
-		"fetch period 0":        proxy.WithFetchLimit(1, 0),
+		"interval 0":            proxy.WithRefreshInterval(0),
 	} {
 		_, err := proxy.NewVerifier(o)
 		var ie *proxy.InputError
@@ -391,7 +389,7 @@ func TestOptionsRefuseBadValues(t *testing.T) {
 		}
 		assert.ErrorIs(t, err, proxy.ErrInvalidInput, name)
 	}
-	_, err := proxy.NewVerifier(nil, proxy.WithKeyCacheSize(1))
+	_, err := proxy.NewVerifier(nil, proxy.WithRefreshInterval(time.Minute))
 	assert.NoError(t, err, "a nil option is ignored")
 	for _, iss := range []string{"https://issuer.example.com", "http://127.0.0.1:8080", "http://[::1]:1/x", "http://localhost:9", "http://LocalHost:9"} {
 		_, err := proxy.NewVerifier(proxy.WithTrustedIssuer(iss))

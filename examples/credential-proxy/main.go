@@ -13,7 +13,9 @@
 // requests a forwarding network policy would. It shows a forwarded request
 // accepted and sent on with the key, then a forged token, a sandbox of
 // another team and a request without a token refused. A real broker drops
-// the issuer (proxy.WithTrustedIssuer) and trusts Vercel's alone.
+// the test issuer and names its own: Vercel's global issuer (the default)
+// or, in the team issuer mode, https://oidc.vercel.com/<team> with
+// proxy.WithTrustedIssuer.
 package main
 
 import (

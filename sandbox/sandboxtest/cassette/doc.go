@@ -44,8 +44,10 @@
 // Nothing secret is written: request headers other than Content-Type and
 // X-Cwd are dropped (Authorization with them), the bearer token is
 // redacted wherever it shows up, so is anything shaped like a JWT
-// (eyJ…), any string under a key that names a secret (token, secret,
-// password, apiKey, credential, …, environment variables too), the
+// (eyJ…), any string under a key whose name has a word that names a
+// secret (TOKEN, SECRET, PASSWORD, PASS, PAT, API_KEY, AUTH, COOKIE,
+// CREDENTIALS, DSN, CONNECTION_STRING, …; environment variables too, but
+// not PWD, PATH or KEYBOARD), the
 // password of a URL and every value given to WithRedact; all read
 // {{secret}} or {{jwt}} and replay as REDACTED. A secret learned from a
 // key is redacted wherever it shows up later (a command that prints it,

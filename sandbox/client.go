@@ -268,7 +268,11 @@ func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.tim
 // WithAutoResume sets whether a Sandbox handle resumes its sandbox when a
 // call finds the session stopped (410) or stopping (422), and replays the
 // call once. It is on by default. Replays happen only after the API refused
-// the call outright, never after a stream broke.
+// the call outright, never after a stream broke. When the resume fails, the
+// call returns the resume's error first, so that errors.As finds its
+// *APIError (ErrSnapshotNotFound: the sandbox cannot be resumed, recreate
+// it), with the refusal that led to it wrapped after it (errors.Is(err,
+// ErrGone) holds).
 func WithAutoResume(on bool) Option { return func(c *config) { c.autoResume = on } }
 
 // WithOnResume sets a function called after a Sandbox handle resumed.

@@ -269,3 +269,33 @@ func TestResumeNonPersistentIsSnapshotNotFound(t *testing.T) {
 	assert.Equal(t, sandbox.StatusRunning, again.Session().Status)
 	assert.NotEqual(t, sb.SessionID(), again.SessionID())
 }
+
+// When auto-resume fails, the resume's error is the one to act on: a
+// call refused with 410 that cannot be resumed (400 snapshot_not_found,
+// as hosted Vercel answers for a non-persistent sandbox) means "recreate
+// the sandbox", so errors.As finds the 400 first. errors.Is still matches
+// ErrGone: the session did stop.
+func TestAutoResumeFailureComesFirst(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	no := false
+	sb, err := e.c.Create(t.Context(), sandbox.CreateParams{Name: "fleeting", Persistent: &no})
+	require.NoError(t, err)
+	old := sb.SessionID()
+	require.NoError(t, e.srv.Stop(old)) // the handle still believes it runs
+
+	_, err = sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"hi"}})
+	require.Error(t, err)
+	var ae *sandbox.APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, http.StatusBadRequest, ae.StatusCode, "the resume's refusal, not the 410 that led to it")
+	assert.Equal(t, "snapshot_not_found", ae.Code)
+	assert.ErrorIs(t, err, sandbox.ErrSnapshotNotFound, "the sandbox cannot be resumed: recreate it")
+	assert.ErrorIs(t, err, sandbox.ErrGone, "the session did stop")
+	assert.Equal(t, 0, e.srv.CommandCount(), "nothing ran")
+	msg := err.Error()
+	assert.Less(t, strings.Index(msg, "status 400"), strings.Index(msg, "status 410"), "the message leads with the resume's error: %s", msg)
+	cmds := requests(e.srv, http.MethodPost, "/cmd")
+	require.Len(t, cmds, 1)
+	assert.Equal(t, http.StatusGone, cmds[0].Status)
+}

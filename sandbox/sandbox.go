@@ -191,7 +191,11 @@ func (s *Sandbox) withSession(ctx context.Context, fn func(sessionID string) err
 		}
 	}
 	if rerr := s.resumeFrom(ctx, sid); rerr != nil {
-		return fmt.Errorf("%w (resuming failed: %w)", err, rerr)
+		// The resume's error comes first, for errors.As: it is the one to
+		// act on (snapshot_not_found: recreate the sandbox). The refusal
+		// that led to it stays in the chain, so errors.Is(err, ErrGone)
+		// still says that the session stopped.
+		return fmt.Errorf("%w (resuming after: %w)", rerr, err)
 	}
 	return fn(s.SessionID())
 }

@@ -34,7 +34,9 @@ type RetryPolicy struct {
 	// Zero means 20 s. Hosted Vercel limits creates per minute-long window
 	// and a 429 may ask for up to a minute: set about 70 s to wait for the
 	// window instead of failing. A 429 without Retry-After is read from
-	// its x-ratelimit-reset header.
+	// its x-ratelimit-reset header. Waits saturate: with MaxRetryAfter
+	// at the largest Duration, a Retry-After too large for one waits until
+	// the context ends, never wrapping around to no wait.
 	MaxRetryAfter time.Duration
 	// OnRetry, if set, is called before each retry.
 	OnRetry func(RetryEvent)
@@ -74,10 +76,22 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // a random factor in [1, 2), capped at max.
 func Backoff(base, max time.Duration, n int) time.Duration {
 	d := float64(base) * float64(int64(1)<<min(n, 30)) * (1 + rand.Float64())
-	if d > float64(max) {
-		d = float64(max)
+	if d >= float64(max) {
+		// Compared as floats: float64(max) may round up past the largest
+		// Duration, whose conversion would wrap.
+		return max
 	}
 	return time.Duration(d)
+}
+
+// addWait returns a+b for waits (>= 0), saturating at the largest
+// Duration: a huge Retry-After means "longer than anyone waits", never a
+// sum that wraps around to no wait at all.
+func addWait(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // retryPolicy adapts one call to go-retryablehttp. After each attempt the
@@ -168,7 +182,7 @@ func (p *retryPolicy) shouldRetry(resp *http.Response, err error) (bool, time.Du
 // jittered backoff plus what Retry-After asked for. It logs the retry and
 // reports it to OnRetry.
 func (p *retryPolicy) Backoff(min, max time.Duration, n int, _ *http.Response) time.Duration {
-	wait := p.retryAfter + Backoff(min, max, n)
+	wait := addWait(p.retryAfter, Backoff(min, max, n))
 	announce(p.ctx, p.log, p.conf, RetryEvent{Method: p.call.Method, Path: p.call.Path,
 		Attempt: n + 2, StatusCode: p.status, Err: redact.Error(p.err, redact.NewSet(p.sent.list()...)), Wait: wait})
 	return wait
@@ -204,7 +218,7 @@ func (c *Client) Pause(ctx context.Context, ev RetryEvent) error {
 	ev.Wait = Backoff(rp.BaseDelay, rp.MaxDelay, max(ev.Attempt-2, 0))
 	var ae *apierr.Error
 	if errors.As(ev.Err, &ae) && ae.RetryAfter > 0 && ae.RetryAfter <= rp.MaxRetryAfter {
-		ev.Wait += ae.RetryAfter
+		ev.Wait = addWait(ev.Wait, ae.RetryAfter)
 	}
 	announce(ctx, c.log, rp, ev)
 	return Sleep(ctx, ev.Wait)

@@ -7,7 +7,6 @@
 package redact
 
 import (
-	"bytes"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,32 +15,111 @@ import (
 // Marker replaces every secret.
 const Marker = "[REDACTED]"
 
-// secretWords are the words that make a name secret. Names are compared in
-// lower case with "_" and "-" removed, so "X-Api-Key", "GITHUB_TOKEN" and
-// "Set-Cookie" all match.
-var secretWords = []string{
-	"authorization", "token", "secret", "cookie", "password", "passwd",
-	"apikey", "credential", "privatekey", "accesskey",
-}
+// A name is read as words: it is cut at every character that is not an
+// ASCII letter or digit, between a lower-case letter and an upper-case one
+// ("apiKey"), before the last capital of a run followed by lower case
+// ("APIKey") and between letters and digits ("OAUTH2"). Words are compared
+// in lower case. A name is secret when one of its words, or two
+// neighbouring words joined ("CONNECTION_STRING"), says so:
+//
+//   - secretWords must be the whole word: "GH_PAT" and "DB_PASS" are
+//     secret, "PATH" and "BYPASS" are not;
+//   - qualifiedWords must be the whole word of a name of more than one
+//     word: "API_KEY" and "MYSQL_PWD" are secret, but "key" alone names
+//     the key of a key-value pair and "PWD" the working directory;
+//   - secretEndings may also end a word, so that glued names count
+//     ("accesstoken", "clientsecret", "dbpassword") while "TOKENIZERS"
+//     and "SECRETARY" do not.
+//
+// Left out on purpose: "session" (sessionId is an id), "cert" (a
+// certificate is public; its key is caught by "key"), and "tokens" (an LLM
+// token count such as MAX_TOKENS, whose value would then be hidden
+// wherever it appears).
+var (
+	secretWords    = []string{"pat", "pass", "dsn", "auth", "creds", "private", "apikey", "accesskey", "privatekey", "secretkey"}
+	qualifiedWords = []string{"key", "pwd"}
+	secretEndings  = []string{
+		"token", "secret", "secrets", "password", "passwords", "passwd", "passphrase",
+		"credential", "credentials", "cookie", "cookies", "authorization", "connectionstring",
+	}
+)
 
 // IsSecretName reports whether a header, JSON field, query parameter or
 // environment variable called name holds a secret.
 func IsSecretName(name string) bool {
-	// Lower-cased without "_" and "-", in a stack buffer for ordinary names:
-	// this runs for every header of every request a server records.
-	var buf [64]byte
-	n := buf[:0]
+	// The name in lower case without separators, and where its words
+	// begin, in stack buffers for ordinary names: this runs for every
+	// header of every request a server records.
+	var (
+		lowBuf   [64]byte
+		startBuf [16]int
+	)
+	low, starts := lowBuf[:0], startBuf[:0]
 	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case c == '_' || c == '-':
-		case 'A' <= c && c <= 'Z':
-			n = append(n, c+'a'-'A')
-		default:
-			n = append(n, c)
+		c := name[i]
+		if !isAlnum(c) {
+			continue
+		}
+		if i == 0 || !isAlnum(name[i-1]) || wordStart(name, i) {
+			starts = append(starts, len(low))
+		}
+		if isUpper(c) {
+			c += 'a' - 'A'
+		}
+		low = append(low, c)
+	}
+	word := func(k int) []byte {
+		if k+1 < len(starts) {
+			return low[starts[k]:starts[k+1]]
+		}
+		return low[starts[k]:]
+	}
+	for k := range starts {
+		w := word(k)
+		if isOneOf(w, secretWords) || len(starts) > 1 && isOneOf(w, qualifiedWords) || endsWithOneOf(w, secretEndings) {
+			return true
+		}
+		// Two words joined: word(k) and word(k+1) are adjacent in low.
+		if k+1 < len(starts) && endsWithOneOf(low[starts[k]:starts[k]+len(w)+len(word(k+1))], secretEndings) {
+			return true
 		}
 	}
-	for _, w := range secretWords {
-		if bytes.Contains(n, []byte(w)) {
+	return false
+}
+
+// wordStart reports whether name[i], which follows a letter or digit,
+// begins a word: a capital after a lower-case letter, the last capital of
+// a run before a lower-case letter, or a change between letter and digit.
+func wordStart(name string, i int) bool {
+	prev, c := name[i-1], name[i]
+	switch {
+	case isDigit(prev) != isDigit(c):
+		return true
+	case isUpper(c) && !isUpper(prev):
+		return true
+	case isUpper(c) && isUpper(prev):
+		return i+1 < len(name) && isLower(name[i+1])
+	}
+	return false
+}
+
+func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isAlnum(c byte) bool { return isUpper(c) || isLower(c) || isDigit(c) }
+
+func isOneOf(w []byte, words []string) bool {
+	for _, s := range words {
+		if string(w) == s {
+			return true
+		}
+	}
+	return false
+}
+
+func endsWithOneOf(w []byte, words []string) bool {
+	for _, s := range words {
+		if len(w) >= len(s) && string(w[len(w)-len(s):]) == s {
 			return true
 		}
 	}

@@ -7,10 +7,11 @@ import (
 )
 
 // Writer is an io.WriteCloser that redacts what is written before passing
-// it on. It holds back only what may still be the start of a secret (at
-// most the longest known value's length minus one byte, or a trailing
-// token-shaped word of up to MaxTokenLen bytes) and writes it at Close,
-// so secrets split across writes are redacted too. Close does not close
+// it on. It holds back only what may still be the start of a secret (an
+// end of the text that begins a known value, as it is or escaped, or a
+// trailing token-shaped word of up to MaxTokenLen bytes) until the next
+// write or Close, so secrets split across writes are redacted too, and
+// output that cannot begin one is passed on at once. Close does not close
 // the underlying writer. A Writer is safe for concurrent use; once warm,
 // a write with no secret in it does not allocate.
 type Writer struct {
@@ -86,10 +87,12 @@ func (w *Writer) flush(final bool) error {
 		}
 		w.cont = false
 	}
-	sp := w.set.Find(b)
+	var vs views
+	vs.decode(b)
+	sp := w.set.find(&vs)
 	e := len(b)
 	if !final {
-		e = w.holdStart(b)
+		e = w.holdStart(b, &vs)
 		for _, s := range sp {
 			if s.from < e && e < s.End {
 				e = s.from
@@ -126,24 +129,21 @@ func (w *Writer) flush(final bool) error {
 	return nil
 }
 
-// holdStart returns where the part of b that may still grow into a secret
-// begins: the last maxLen-1 bytes (a known value may be cut there), a
-// trailing run of token characters with a preceding "Bearer " (a token may
-// be cut there), and a trailing word with a ':' not yet followed by '@' (a
-// URL may be cut before the end of its password), at most MaxTokenLen
-// bytes back.
 // space reports the bytes that \s matches in a regexp.
 func space(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
 
-func (w *Writer) holdStart(b []byte) int {
-	h := len(b)
-	if n := w.set.longest(); n > 1 {
-		h = max(0, len(b)-(n-1))
-	}
+// holdStart returns where the part of b that may still grow into a secret
+// begins: the end that may begin a known value, escaped or not (see
+// Set.openFrom), a trailing run of token characters (and backslashes, which
+// may escape the next one) with a preceding "Bearer " (a token may be cut
+// there), and a trailing word with a ':' not yet followed by '@' (a URL may
+// be cut before the end of its password), at most MaxTokenLen bytes back.
+func (w *Writer) holdStart(b []byte, vs *views) int {
+	h := w.set.openFrom(vs)
 	i := len(b)
-	for i > 0 && tokenChar(b[i-1]) {
+	for i > 0 && (tokenChar(b[i-1]) || b[i-1] == '\\') {
 		i--
 	}
 	j := i

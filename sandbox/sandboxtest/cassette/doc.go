@@ -44,12 +44,18 @@
 // Nothing secret is written: request headers other than Content-Type and
 // X-Cwd are dropped (Authorization with them), the bearer token is
 // redacted wherever it shows up, so is anything shaped like a JWT
-// (eyJ…), any string under a key that names a secret (token, secret,
-// password, apiKey, credential, …, environment variables too), the
+// (eyJ…), any string under a key whose name has a word that names a
+// secret (TOKEN, SECRET, PASSWORD, PASS, PAT, API_KEY, AUTH, COOKIE,
+// CREDENTIALS, DSN, CONNECTION_STRING, …; environment variables too, but
+// not PWD, PATH or KEYBOARD), the
 // password of a URL and every value given to WithRedact; all read
 // {{secret}} or {{jwt}} and replay as REDACTED. A secret learned from a
 // key is redacted wherever it shows up later (a command that prints it,
-// for instance). Team and project ids (teamId, slug, projectId, project query
+// for instance), as it is, JSON-escaped or URL-encoded. The output frames
+// of a stream are redacted as one text per stream (stdout, stderr), so a
+// secret that a command prints in two writes, half in each frame, is
+// hidden too; the end of a frame that may begin a secret is recorded with
+// the stream's next frame. Team and project ids (teamId, slug, projectId, project query
 // parameters and JSON fields) become {{team}} and {{project}}; a replay
 // answers with the values the client sent.
 //
@@ -134,8 +140,10 @@
 //   - Secrets are found by value (the bearer token, WithRedact), shape
 //     (JWT, the password of a URL such as https://user:pw@host) and key
 //     name. A secret that is none of these, such as an environment
-//     variable with an innocent name, is written as is. Binary response bodies (file downloads) are
-//     stored with only known secrets and JWTs replaced.
+//     variable with an innocent name, is written as is; so is a value
+//     learned from a key while a stream is recorded, when a frame boundary
+//     cuts it. Binary response bodies (file downloads) are stored with
+//     only known secrets and JWTs replaced.
 //   - Bodies being recorded cannot be rewound, so the transport's own
 //     retry of a request on a dead keep-alive connection is disabled for
 //     streamed uploads while recording.

@@ -220,6 +220,17 @@ func (n *normalizer) str(s string) string {
 	return b.String()
 }
 
+// output normalises command output that a redact.Writer has redacted:
+// each redact.Marker becomes {{secret}}, the text between is normalised
+// as any string (which also hides secrets learned after the Writer began).
+func (n *normalizer) output(s string) string {
+	parts := strings.Split(s, redact.Marker)
+	for i, p := range parts {
+		parts[i] = n.str(p)
+	}
+	return strings.Join(parts, phSecret)
+}
+
 // redactBytes redacts secrets and token-shaped text in binary data,
 // leaving the rest.
 func (n *normalizer) redactBytes(b []byte) []byte {

@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
 // recordedRequestHeaders returns the request headers a cassette keeps.
@@ -233,6 +236,36 @@ type respTee struct {
 	buf     bytes.Buffer // whole body (not a stream), up to maxStoredBody
 	size    int64
 	partial []byte // stream: the line being read
+	// output redacts the stdout and stderr frames of a stream, by name.
+	output map[string]*outputRedactor
+}
+
+// outputRedactor redacts one output stream (stdout or stderr) of a
+// recorded stream across its frames. A command that writes a secret in two
+// writes sends it in two frames, half in each, where no frame alone shows
+// it; so the data of each frame goes through one redact.Writer for the
+// whole output stream. What the Writer holds back, because it may begin a
+// secret, is recorded with the stream's next frame, or added to its last
+// one when the stream ends. The caller reads every frame as it came.
+type outputRedactor struct {
+	w    *redact.Writer
+	out  bytes.Buffer   // what w passed on and no frame holds yet
+	last int            // index in frames of the stream's last frame
+	obj  map[string]any // that frame, normalised, without its data
+	data string         // the data recorded in it, before normalisation
+}
+
+// outputNames are the output streams of a stream's frames, in the order
+// their held back data is recorded when the stream ends.
+func outputNames() []string { return []string{"stdout", "stderr"} }
+
+// outputFrame returns the output stream and data of a frame
+// {"stream":"stdout"|"stderr","data":"…"}.
+func outputFrame(v any) (m map[string]any, name, data string, ok bool) {
+	m, _ = v.(map[string]any)
+	name, _ = m["stream"].(string)
+	data, ok = m["data"].(string)
+	return m, name, data, ok && slices.Contains(outputNames(), name)
 }
 
 func (t *respTee) Read(p []byte) (int, error) {
@@ -284,13 +317,60 @@ func (t *respTee) frame(l []byte, noEOL bool) {
 	defer c.mu.Unlock()
 	f := frameRec{Seq: t.it.Seq, Frame: len(t.it.frames) + 1, At: c.norm.floor(at), NoEOL: noEOL}
 	if v, err := decodeJSON(l); err == nil && len(bytes.TrimSpace(l)) > 0 {
-		f.JSON = canonical(c.norm.json(v, ""))
+		if m, name, data, ok := outputFrame(v); ok {
+			f.JSON = t.outputData(m, name, data)
+		} else {
+			f.JSON = canonical(c.norm.json(v, ""))
+		}
 	} else {
 		s := c.norm.str(string(l))
 		f.Text = &s
 	}
 	t.it.frames = append(t.it.frames, f)
 	t.it.Response.Stream.Frames = len(t.it.frames)
+}
+
+// outputData records the data of an output frame m of stream name, which
+// is to be frame len(frames), through the stream's redactor, and returns
+// the frame's JSON. Called with t.mu and c.mu held.
+func (t *respTee) outputData(m map[string]any, name, data string) json.RawMessage {
+	n := t.c.norm
+	o := t.output[name]
+	if o == nil {
+		if t.output == nil {
+			t.output = map[string]*outputRedactor{}
+		}
+		o = &outputRedactor{}
+		o.w = redact.NewWriter(&o.out, redact.NewSet(n.secrets...))
+		t.output[name] = o
+	}
+	_, _ = o.w.Write([]byte(data)) // a bytes.Buffer does not fail
+	delete(m, "data")
+	o.obj = n.json(m, "").(map[string]any)
+	o.data = o.out.String()
+	o.out.Reset()
+	o.last = len(t.it.frames)
+	o.obj["data"] = n.output(o.data)
+	return canonical(o.obj)
+}
+
+// flushOutput records what the output redactors held back with the last
+// frame of their stream. Called with t.mu and c.mu held.
+func (t *respTee) flushOutput() {
+	for _, name := range outputNames() {
+		o := t.output[name]
+		if o == nil {
+			continue
+		}
+		_ = o.w.Close()
+		if o.out.Len() == 0 {
+			continue
+		}
+		o.data += o.out.String()
+		o.out.Reset()
+		o.obj["data"] = t.c.norm.output(o.data)
+		t.it.frames[o.last].JSON = canonical(o.obj)
+	}
 }
 
 // finish completes the interaction. Called with t.mu held.
@@ -304,6 +384,7 @@ func (t *respTee) finish(end string, err error) {
 		c := t.c
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		t.flushOutput()
 		s := t.it.Response.Stream
 		s.End = end
 		if err != nil {

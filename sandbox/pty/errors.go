@@ -53,8 +53,9 @@ func (e *DisconnectError) Unwrap() error { return e.Err }
 // Is matches ErrStreamEnded.
 func (e *DisconnectError) Is(target error) bool { return target == ErrStreamEnded }
 
-// DialError reports a WebSocket handshake that failed. Neither its message
-// nor the error it wraps holds the ticket's token.
+// DialError reports a WebSocket handshake that failed. Neither its fields,
+// its message nor the errors it wraps hold the ticket's token, in any case
+// or encoding.
 type DialError struct {
 	URL        string // the ticket's URL, without its query
 	StatusCode int    // the HTTP status that refused the upgrade, or 0

@@ -86,6 +86,8 @@ type Session struct {
 	closing  atomic.Bool
 	waitOnce sync.Once
 
+	tok *tokenText // hides the ticket's token in errors
+
 	// Set by the read loop before readDone is closed.
 	code   int
 	err    error
@@ -132,12 +134,13 @@ func Dial(ctx context.Context, t sandbox.Interactive, cmd *Cmd) (*Session, error
 	if err != nil {
 		return nil, err
 	}
+	tok := newTokenText(t.Token)
 	conn, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{
 		HTTPClient:      cmd.HTTPClient,
 		CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
-		return nil, dialError(shown, t.Token, resp, err)
+		return nil, dialError(shown, tok, resp, err)
 	}
 	// Output is streamed in bounded chunks and text frames are read to a
 	// bound, so messages of any size are safe.
@@ -149,7 +152,7 @@ func Dial(ctx context.Context, t sandbox.Interactive, cmd *Cmd) (*Session, error
 	}
 	if err := conn.Write(ctx, websocket.MessageText, frame); err != nil {
 		_ = conn.CloseNow()
-		return nil, &DisconnectError{Reason: "sending the start frame", Err: err}
+		return nil, &DisconnectError{Reason: "sending the start frame", Err: tok.err(err)}
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := &Session{
@@ -159,6 +162,7 @@ func Dial(ctx context.Context, t sandbox.Interactive, cmd *Cmd) (*Session, error
 		inDone:   make(chan struct{}),
 		inStop:   make(chan struct{}),
 		stdin:    cmd.Stdin,
+		tok:      tok,
 	}
 	if s.stdout == nil {
 		s.stdout = io.Discard
@@ -259,7 +263,7 @@ func (s *Session) send(typ websocket.MessageType, p []byte) error {
 		if s.ctx.Err() != nil {
 			return ErrClosed
 		}
-		return &DisconnectError{Reason: "sending input", Err: err}
+		return &DisconnectError{Reason: "sending input", Err: s.tok.err(err)}
 	}
 	return nil
 }
@@ -411,9 +415,9 @@ func (s *Session) ended(err error) error {
 	}
 	var ce websocket.CloseError
 	if errors.As(err, &ce) {
-		return &DisconnectError{CloseStatus: int(ce.Code), Reason: bounded(ce.Reason)}
+		return &DisconnectError{CloseStatus: int(ce.Code), Reason: bounded(s.tok.hide(ce.Reason))}
 	}
-	return &DisconnectError{Err: err}
+	return &DisconnectError{Err: s.tok.err(err)}
 }
 
 // bounded cuts a server-chosen text to a readable length.
@@ -448,19 +452,17 @@ func ticketURL(t sandbox.Interactive) (target, shown string, err error) {
 	return u.String(), plain.String(), nil
 }
 
-// dialError describes a failed handshake without the token, which the
-// errors of net/http quote with the URL.
-func dialError(shown, token string, resp *http.Response, err error) error {
-	de := &DialError{URL: shown}
+// dialError describes a failed handshake with the token hidden: net/http
+// quotes the URL in its errors, and the WebSocket layer quotes the
+// server's headers.
+func dialError(shown string, tok *tokenText, resp *http.Response, err error) error {
+	de := &DialError{URL: tok.hide(shown)}
 	if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 		de.StatusCode = resp.StatusCode
 	}
-	de.Err = err
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
-		de.Err = ue.Err // the same failure, without the URL
+		err = ue.Err // the same failure, without the URL
 	}
-	if msg := de.Err.Error(); strings.Contains(msg, token) || strings.Contains(msg, url.QueryEscape(token)) {
-		de.Err = errors.New("the handshake failed") // never quote the token
-	}
+	de.Err = tok.err(err)
 	return de
 }

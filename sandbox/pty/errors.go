@@ -59,7 +59,11 @@ func (e *DisconnectError) Is(target error) bool { return target == ErrStreamEnde
 type DialError struct {
 	URL        string // the ticket's URL, without its query
 	StatusCode int    // the HTTP status that refused the upgrade, or 0
-	Err        error
+	// Location is the origin (scheme and host) that a redirect pointed
+	// to. A redirect is never followed: the token and the start frame go
+	// only to the URL the API named.
+	Location string
+	Err      error
 }
 
 // Error implements error.
@@ -67,6 +71,9 @@ func (e *DialError) Error() string {
 	s := "pty: connect to " + e.URL
 	if e.StatusCode != 0 {
 		s += fmt.Sprintf(": status %d", e.StatusCode)
+	}
+	if e.Location != "" {
+		s += ": redirect to " + e.Location + " not followed"
 	}
 	if e.Err != nil {
 		s += ": " + e.Err.Error()

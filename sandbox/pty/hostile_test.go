@@ -1,6 +1,7 @@
 package pty_test
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/json"
@@ -11,7 +12,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
@@ -27,6 +30,124 @@ const hostileToken = "Tok_S3cr3t/Key+Val=ue&x<y>"
 
 // wsURL is the ws:// form of an httptest server's URL.
 func wsURL(srv *httptest.Server) string { return "ws" + strings.TrimPrefix(srv.URL, "http") }
+
+// elsewhere is another origin: it records whatever reaches it, accepting
+// WebSockets and reading their frames.
+type elsewhere struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []string
+}
+
+func newElsewhere(t *testing.T) *elsewhere {
+	t.Helper()
+	e := &elsewhere{}
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.record(fmt.Sprintf("%s %s Referer=%q", r.Method, r.URL, r.Referer()))
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		for {
+			_, data, err := c.Read(r.Context())
+			if err != nil {
+				return
+			}
+			e.record("frame " + string(data))
+		}
+	}))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *elsewhere) record(s string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.got = append(e.got, s)
+}
+
+func (e *elsewhere) seen() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.got...)
+}
+
+// A server that answers the handshake with a redirect never gets the
+// client to another place: not the token (net/http would send the URL,
+// query and all, as the Referer), not the start frame (the command's
+// environment), not the keystrokes. The redirect is refused whatever its
+// status, target or the caller's CheckRedirect, with the status and the
+// target's origin.
+func TestRedirectIsNeverFollowed(t *testing.T) {
+	t.Parallel()
+	other := newElsewhere(t)
+	for _, tc := range []struct {
+		name     string
+		code     int
+		location func(self string) string
+		origin   func(self string) string
+		client   *http.Client
+	}{
+		{name: "302 to another origin", code: http.StatusFound,
+			location: func(string) string { return other.srv.URL + "/pty" },
+			origin:   func(string) string { return other.srv.URL }},
+		{name: "307 to another origin's ws URL, the token in its query", code: http.StatusTemporaryRedirect,
+			location: func(string) string { return wsURL(other.srv) + "/pty?token=" + url.QueryEscape(hostileToken) },
+			origin:   func(string) string { return wsURL(other.srv) }},
+		{name: "308 to another origin", code: http.StatusPermanentRedirect,
+			location: func(string) string { return other.srv.URL + "/pty" },
+			origin:   func(string) string { return other.srv.URL }},
+		{name: "301 to another origin", code: http.StatusMovedPermanently,
+			location: func(string) string { return other.srv.URL + "/" },
+			origin:   func(string) string { return other.srv.URL }},
+		{name: "303 to the same origin", code: http.StatusSeeOther,
+			location: func(string) string { return "/elsewhere?x=1" },
+			origin:   func(self string) string { return self }},
+		{name: "302 with a caller's client that follows everything", code: http.StatusFound,
+			location: func(string) string { return other.srv.URL + "/pty" },
+			origin:   func(string) string { return other.srv.URL },
+			client:   &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return nil }}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			hits := 0
+			var srv *httptest.Server
+			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				hits++
+				mu.Unlock()
+				http.Redirect(w, r, tc.location(srv.URL), tc.code)
+			}))
+			t.Cleanup(srv.Close)
+			ticket := sandbox.Interactive{URL: wsURL(srv) + "/pty", Token: hostileToken}
+
+			// A bound that catches a hang: net/http follows a redirect
+			// loop forever under a CheckRedirect that allows it.
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			s, err := pty.Dial(ctx, ticket, &pty.Cmd{
+				Env:        map[string]string{"API_KEY": "sk-live-do-not-leak"},
+				Stdin:      strings.NewReader("secret keystrokes\n"),
+				HTTPClient: tc.client,
+			})
+			if err == nil {
+				_ = s.Close()
+			}
+			var de *pty.DialError
+			require.ErrorAs(t, err, &de, "the redirect is refused")
+			assert.Equal(t, tc.code, de.StatusCode)
+			assert.Equal(t, tc.origin(srv.URL), de.Location, "the target's origin, without path or query")
+			assert.Contains(t, err.Error(), tc.origin(srv.URL))
+			assert.NotContains(t, err.Error(), "?")
+			assertNoToken(t, err, hostileToken)
+			assert.Empty(t, other.seen(), "nothing reached the other origin")
+			mu.Lock()
+			assert.Equal(t, 1, hits, "the redirect is not followed to the same origin either")
+			mu.Unlock()
+		})
+	}
+}
 
 // tokenForms are the encodings a server may echo a token in.
 func tokenForms(token string) map[string]string {
@@ -63,7 +184,7 @@ func assertNoToken(t *testing.T, err error, token string) {
 		texts = append(texts, e.Error(), fmt.Sprintf("%+v", e))
 		var de *pty.DialError
 		if errors.As(e, &de) {
-			texts = append(texts, de.URL)
+			texts = append(texts, de.URL, de.Location)
 		}
 		var xe *pty.DisconnectError
 		if errors.As(e, &xe) {

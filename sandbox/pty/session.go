@@ -66,7 +66,8 @@ type Cmd struct {
 	Stdout io.Writer
 	// HTTPClient makes the WebSocket handshake; nil uses
 	// http.DefaultClient. It must not add the API's credentials: the
-	// ticket's token is the only credential the terminal needs.
+	// ticket's token is the only credential the terminal needs. Its
+	// CheckRedirect is not used: a redirect is never followed.
 	HTTPClient *http.Client
 }
 
@@ -136,7 +137,7 @@ func Dial(ctx context.Context, t sandbox.Interactive, cmd *Cmd) (*Session, error
 	}
 	tok := newTokenText(t.Token)
 	conn, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{
-		HTTPClient:      cmd.HTTPClient,
+		HTTPClient:      handshakeClient(cmd.HTTPClient),
 		CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
@@ -452,6 +453,19 @@ func ticketURL(t sandbox.Interactive) (target, shown string, err error) {
 	return u.String(), plain.String(), nil
 }
 
+// handshakeClient returns a copy of c (nil: http.DefaultClient) for the
+// handshake. It never follows a redirect: net/http would send the URL,
+// token and all, to the new place as the Referer, and the start frame (the
+// command's environment) and the keystrokes would follow.
+func handshakeClient(c *http.Client) *http.Client {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	cp := *c
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cp
+}
+
 // dialError describes a failed handshake with the token hidden: net/http
 // quotes the URL in its errors, and the WebSocket layer quotes the
 // server's headers.
@@ -459,6 +473,10 @@ func dialError(shown string, tok *tokenText, resp *http.Response, err error) err
 	de := &DialError{URL: tok.hide(shown)}
 	if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 		de.StatusCode = resp.StatusCode
+		if loc, lerr := resp.Location(); lerr == nil && resp.StatusCode/100 == 3 {
+			de.Location = tok.hide((&url.URL{Scheme: loc.Scheme, Host: loc.Host}).String())
+			return de
+		}
 	}
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
 		err = ue.Err // the same failure, without the URL

@@ -10,6 +10,15 @@
 // context given to Start closes the session. Dial does the same with a
 // ticket obtained elsewhere.
 //
+// # The ticket's token
+//
+// The ticket's token opens the terminal, so it goes only where the API
+// said: a redirect is never followed (a *DialError names its status and
+// the target's origin), and a plain ws:// URL is refused, before anything
+// is sent, unless it names the local machine (127.0.0.0/8, ::1 or
+// localhost), by the rule sandbox.NewClient applies to a plain-HTTP base
+// URL (a *sandbox.InsecureURLError).
+//
 // # The protocol
 //
 // The client opens the ticket's URL with the token as its token query
@@ -26,7 +35,10 @@
 // A connection that ends before the exit frame gives a *DisconnectError,
 // which matches ErrStreamEnded: no exit code is invented. A handshake the
 // server refuses gives a *DialError with its status. The ticket's token
-// never appears in an error.
+// never appears in an error: not where net/http quotes the URL, nor where
+// a server echoes it (in a close reason, or in the headers of a handshake
+// that the WebSocket layer quotes), in whatever case or encoding, or cut
+// short.
 //
 // # Raw mode
 //

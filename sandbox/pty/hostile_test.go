@@ -348,3 +348,68 @@ func acceptKey(key string) string {
 	h := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
 	return base64.StdEncoding.EncodeToString(h[:])
 }
+
+// countingTransport counts the requests that reach it and fails them.
+type countingTransport struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countingTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return nil, errors.New("no network in this test")
+}
+
+func (c *countingTransport) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// The ticket goes in clear text only to the local machine, by the rule
+// that sandbox.NewClient applies to a plain-HTTP base URL: a ws:// (or
+// http://) URL to any other host is refused before anything is sent.
+func TestPlainWebSocketOnlyToLoopback(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"ws://sandbox.example/pty", "http://sandbox.example/pty", "ws://10.0.0.1:8080/pty",
+		"ws://api.localhost/pty", "ws://localhost./pty", "ws://0.0.0.0/pty", "ws://[::]/pty",
+	} {
+		rt := &countingTransport{}
+		_, err := pty.Dial(t.Context(), sandbox.Interactive{URL: raw, Token: hostileToken},
+			&pty.Cmd{HTTPClient: &http.Client{Transport: rt}})
+		require.ErrorIs(t, err, sandbox.ErrInsecureURL, raw)
+		assert.ErrorIs(t, err, sandbox.ErrInvalidInput, raw)
+		var ie *sandbox.InsecureURLError
+		require.ErrorAs(t, err, &ie, raw)
+		assert.Equal(t, "Interactive.URL", ie.Field)
+		assert.Zero(t, rt.count(), "nothing is sent to %s", raw)
+		assertNoToken(t, err, hostileToken)
+	}
+
+	// TLS protects the ticket on the way: wss:// goes anywhere.
+	rt := &countingTransport{}
+	_, err := pty.Dial(t.Context(), sandbox.Interactive{URL: "wss://sandbox.example/pty", Token: hostileToken},
+		&pty.Cmd{HTTPClient: &http.Client{Transport: rt}})
+	var de *pty.DialError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, 1, rt.count())
+	assertNoToken(t, err, hostileToken)
+
+	// The local machine by name: dialled at 127.0.0.1 without a lookup.
+	ticket := fakeTerminal(t, func(ctx context.Context, c *websocket.Conn, _ map[string]any) {
+		sendText(ctx, c, `{"type":"exit","code":3}`)
+	})
+	ticket.URL = strings.Replace(ticket.URL, "ws://127.0.0.1:", "ws://LocalHost:", 1)
+	s, err := pty.Dial(t.Context(), ticket, &pty.Cmd{})
+	require.NoError(t, err)
+	code, err := s.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, 3, code)
+	// A transport whose dialing the rule cannot see might look the name
+	// up: refused, as sandbox.NewClient refuses it.
+	_, err = pty.Dial(t.Context(), ticket, &pty.Cmd{HTTPClient: &http.Client{Transport: &countingTransport{}}})
+	assert.ErrorIs(t, err, sandbox.ErrInsecureURL)
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/loopback"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 )
@@ -136,10 +137,17 @@ func Dial(ctx context.Context, t sandbox.Interactive, cmd *Cmd) (*Session, error
 		return nil, err
 	}
 	tok := newTokenText(t.Token)
-	conn, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{
-		HTTPClient:      handshakeClient(cmd.HTTPClient),
+	client, own, err := handshakeClient(cmd.HTTPClient, target, t.URL)
+	if err != nil {
+		return nil, err
+	}
+	conn, resp, err := websocket.Dial(ctx, target.String(), &websocket.DialOptions{
+		HTTPClient:      client,
 		CompressionMode: websocket.CompressionDisabled,
 	})
+	if own != nil {
+		own.CloseIdleConnections()
+	}
 	if err != nil {
 		return nil, dialError(shown, tok, resp, err)
 	}
@@ -430,40 +438,76 @@ func bounded(s string) string {
 	return s
 }
 
-// ticketURL returns the URL to dial, with the token, and the same URL
-// without its query for messages.
-func ticketURL(t sandbox.Interactive) (target, shown string, err error) {
+// ticketURL checks the ticket and returns the URL to dial, with the token
+// and an http or https scheme, and the same URL without its query for
+// messages. A ws:// URL carries the token in clear text: it is refused, as
+// sandbox.NewClient refuses a plain-HTTP base URL, unless it names the
+// local machine (package internal/loopback holds the rule).
+func ticketURL(t sandbox.Interactive) (target *url.URL, shown string, err error) {
 	u, err := url.Parse(t.URL)
 	if err != nil {
-		return "", "", apierr.Invalid("Interactive.URL", "not a URL")
+		return nil, "", apierr.Invalid("Interactive.URL", "not a URL")
 	}
+	target = new(url.URL)
+	*target = *u
 	switch u.Scheme {
-	case "ws", "wss", "http", "https":
+	case "ws":
+		target.Scheme = "http"
+	case "wss":
+		target.Scheme = "https"
+	case "http", "https":
 	default:
-		return "", "", apierr.Invalid("Interactive.URL", "scheme %q is not ws or wss", u.Scheme)
+		return nil, "", apierr.Invalid("Interactive.URL", "scheme %q is not ws or wss", u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, "", apierr.Invalid("Interactive.URL", "no host")
+	}
+	if err := loopback.Check("Interactive.URL", target); err != nil {
+		return nil, "", withScheme(err, u.Scheme)
 	}
 	if t.Token == "" {
-		return "", "", apierr.Invalid("Interactive.Token", "empty")
+		return nil, "", apierr.Invalid("Interactive.Token", "empty")
 	}
 	plain := *u
 	plain.RawQuery, plain.Fragment, plain.User = "", "", nil
-	q := u.Query()
+	q := target.Query()
 	q.Set("token", t.Token)
-	u.RawQuery = q.Encode()
-	return u.String(), plain.String(), nil
+	target.RawQuery = q.Encode()
+	return target, plain.String(), nil
+}
+
+// withScheme names the scheme the caller gave (ws, not http) in an error
+// of package internal/loopback.
+func withScheme(err error, scheme string) error {
+	var ie *apierr.InsecureURLError
+	if errors.As(err, &ie) {
+		ie.Scheme = scheme
+	}
+	return err
 }
 
 // handshakeClient returns a copy of c (nil: http.DefaultClient) for the
-// handshake. It never follows a redirect: net/http would send the URL,
-// token and all, to the new place as the Referer, and the start frame (the
-// command's environment) and the keystrokes would follow.
-func handshakeClient(c *http.Client) *http.Client {
+// handshake to target. It never follows a redirect: net/http would send
+// the URL, token and all, to the new place as the Referer, and the start
+// frame (the command's environment) and the keystrokes would follow. A
+// plain URL to the name localhost is dialled at 127.0.0.1 or ::1 without
+// a lookup, through a transport of package internal/loopback, which is
+// returned as own: the caller closes its idle connections. given is the
+// URL as the ticket gave it, for errors.
+func handshakeClient(c *http.Client, target *url.URL, given string) (hc *http.Client, own *http.Transport, err error) {
 	if c == nil {
 		c = http.DefaultClient
 	}
 	cp := *c
 	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &cp
+	if loopback.NeedsDialer(target) {
+		if own, err = loopback.Transport("Interactive.URL", target, cp.Transport); err != nil {
+			scheme, _, _ := strings.Cut(given, ":")
+			return nil, nil, withScheme(err, scheme)
+		}
+		cp.Transport = own
+	}
+	return &cp, own, nil
 }
 
 // dialError describes a failed handshake with the token hidden: net/http

@@ -10,6 +10,16 @@
 // context given to Start closes the session. Dial does the same with a
 // ticket obtained elsewhere.
 //
+// # Keeping the session alive
+//
+// A sandbox's session stops at its timeout, terminal open or not. As
+// sandbox connect does, Start extends the timeout while the terminal is
+// open: by twice Cmd.KeepAlive (5 minutes by default) when the terminal
+// opens, then by KeepAlive every KeepAlive, until the terminal closes; no
+// goroutine outlives Wait. A negative KeepAlive turns this off. The
+// extensions go to the session the terminal is on and never resume a
+// stopped sandbox.
+//
 // # The ticket's token
 //
 // The ticket's token opens the terminal, so it goes only where the API

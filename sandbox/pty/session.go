@@ -1,6 +1,7 @@
 package pty
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,6 +71,14 @@ type Cmd struct {
 	// ticket's token is the only credential the terminal needs. Its
 	// CheckRedirect is not used: a redirect is never followed.
 	HTTPClient *http.Client
+	// KeepAlive is how often Start (and Run) extend the session's timeout
+	// while the terminal is open, as sandbox connect does, so that the
+	// session does not stop under the user's fingers: when the terminal
+	// opens the timeout grows by twice KeepAlive, then by KeepAlive every
+	// KeepAlive until the terminal closes. Zero means 5 minutes, as in the
+	// CLI; a negative value turns the extensions off. Dial, which has no
+	// sandbox, never extends. See Start.
+	KeepAlive time.Duration
 }
 
 // Session is a command running on a terminal. Its methods are safe for
@@ -88,17 +97,27 @@ type Session struct {
 	closing  atomic.Bool
 	waitOnce sync.Once
 
-	tok *tokenText // hides the ticket's token in errors
+	tok      *tokenText    // hides the ticket's token in errors
+	keepDone chan struct{} // the keep-alive has returned
 
 	// Set by the read loop before readDone is closed.
 	code   int
 	err    error
 	outErr error
+	// Set by the keep-alive before keepDone is closed: why the
+	// extensions failed since the last one that succeeded, if they did.
+	keepErr error
 }
 
 // Start asks sb for an interactive session, connects to it and starts cmd
 // on a new terminal. The session lasts until the command exits, ctx ends
 // or Close is called; call Wait (or Close) to release it.
+//
+// While the terminal is open, Start keeps the sandbox's session from
+// reaching its timeout (see Cmd.KeepAlive): it extends the timeout of the
+// session the terminal is on, and never resumes a stopped sandbox to do
+// so. An extension that fails leaves the terminal open; if the session then
+// ends without an exit code, Wait's error says why the extension failed.
 func Start(ctx context.Context, sb *sandbox.Sandbox, cmd *Cmd) (*Session, error) {
 	if sb == nil {
 		return nil, apierr.Invalid("sandbox", "nil")
@@ -114,7 +133,29 @@ func Start(ctx context.Context, sb *sandbox.Sandbox, cmd *Cmd) (*Session, error)
 	if c.Cwd == "" {
 		c.Cwd = sb.Cwd()
 	}
-	return Dial(ctx, t, &c)
+	if c.KeepAlive < 0 {
+		return Dial(ctx, t, &c)
+	}
+	// The first extension runs as the terminal connects; both are done
+	// when Start returns.
+	k := &keepAlive{client: sb.Client(), sessionID: sb.SessionID(), every: cmp.Or(c.KeepAlive, defaultKeepAlive)}
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var first error
+	var wg sync.WaitGroup
+	wg.Go(func() { first = k.extend(ectx, 2*k.every) })
+	s, err := Dial(ctx, t, &c)
+	if err != nil {
+		cancel()
+	}
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	s.keepErr = s.tok.err(first)
+	s.keepDone = make(chan struct{})
+	go s.keepAlive(k)
+	return s, nil
 }
 
 // Run starts cmd as Start does and waits for it to exit.
@@ -172,7 +213,9 @@ func Dial(ctx context.Context, t sandbox.Interactive, cmd *Cmd) (*Session, error
 		inStop:   make(chan struct{}),
 		stdin:    cmd.Stdin,
 		tok:      tok,
+		keepDone: make(chan struct{}),
 	}
+	close(s.keepDone) // none unless Start starts one
 	if s.stdout == nil {
 		s.stdout = io.Discard
 	}
@@ -288,9 +331,15 @@ func (s *Session) Wait() (exitCode int, err error) {
 		s.cancel()
 		<-s.inDone
 		<-s.inStop
+		<-s.keepDone
 		setReadDeadline(s.stdin, time.Time{}) // leave Stdin as it was given
 		if s.err == nil && s.outErr != nil {
 			s.err = fmt.Errorf("pty: writing output: %w", s.outErr)
+		}
+		var de *DisconnectError
+		if s.keepErr != nil && errors.As(s.err, &de) {
+			// The session may have ended because it was not kept alive.
+			s.err = errors.Join(s.err, fmt.Errorf("pty: extending the session's timeout: %w", s.keepErr))
 		}
 	})
 	return s.code, s.err

@@ -67,6 +67,9 @@ func (s *Sandbox) Session() Session {
 	return s.session
 }
 
+// Client returns the client the handle calls through.
+func (s *Sandbox) Client() *Client { return s.c }
+
 // SessionID returns the current session's id.
 func (s *Sandbox) SessionID() string {
 	s.mu.RLock()

@@ -53,12 +53,17 @@ func (e *DisconnectError) Unwrap() error { return e.Err }
 // Is matches ErrStreamEnded.
 func (e *DisconnectError) Is(target error) bool { return target == ErrStreamEnded }
 
-// DialError reports a WebSocket handshake that failed. Neither its message
-// nor the error it wraps holds the ticket's token.
+// DialError reports a WebSocket handshake that failed. Neither its fields,
+// its message nor the errors it wraps hold the ticket's token, in any case
+// or encoding.
 type DialError struct {
 	URL        string // the ticket's URL, without its query
 	StatusCode int    // the HTTP status that refused the upgrade, or 0
-	Err        error
+	// Location is the origin (scheme and host) that a redirect pointed
+	// to. A redirect is never followed: the token and the start frame go
+	// only to the URL the API named.
+	Location string
+	Err      error
 }
 
 // Error implements error.
@@ -66,6 +71,9 @@ func (e *DialError) Error() string {
 	s := "pty: connect to " + e.URL
 	if e.StatusCode != 0 {
 		s += fmt.Sprintf(": status %d", e.StatusCode)
+	}
+	if e.Location != "" {
+		s += ": redirect to " + e.Location + " not followed"
 	}
 	if e.Err != nil {
 		s += ": " + e.Err.Error()

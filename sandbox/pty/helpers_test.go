@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -108,10 +109,11 @@ func (tm *term) wait() (int, error) {
 	return tm.code, tm.err
 }
 
-// proxy forwards TCP connections to target until cut.
+// proxy forwards TCP connections to target until cut or frozen.
 type proxy struct {
 	ln     net.Listener
 	target string
+	frozen atomic.Bool
 	mu     sync.Mutex
 	conns  []net.Conn
 	wg     sync.WaitGroup
@@ -155,10 +157,26 @@ func (p *proxy) accept() {
 
 func (p *proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if p.frozen.Load() {
+			if err != nil {
+				return // dst is left open: a frozen network tells nothing
+			}
+			continue
+		}
+		if _, werr := dst.Write(buf[:n]); werr != nil || err != nil {
+			break
+		}
+	}
 	dst.Close()
 	src.Close()
 }
+
+// freeze drops all traffic from now on and closes nothing, as a network
+// that loses every packet: neither end learns that the other went away.
+func (p *proxy) freeze() { p.frozen.Store(true) }
 
 // cut closes every connection, as a network failure would.
 func (p *proxy) cut() {

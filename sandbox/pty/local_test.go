@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -201,4 +204,163 @@ func TestStoppedSessionRefusesTicket(t *testing.T) {
 	require.NoError(t, err)
 	_, err = pty.Dial(t.Context(), ticket, &pty.Cmd{})
 	assert.ErrorIs(t, err, sandbox.ErrGone)
+}
+
+// clock is a server's clock that moves only when told.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// extensions returns the extend-timeout requests srv received.
+func extensions(srv *sandboxtest.Server) []local.Request {
+	return srv.RequestsTo("POST", "/v2/sandboxes/sessions/*/extend-timeout")
+}
+
+// A session whose timeout passes while its terminal is open goes on: Start
+// extends it when the terminal opens and every KeepAlive after, as
+// sandbox connect does. The server's clock moves only when the test says,
+// so the session's end depends on the extensions alone.
+func TestKeepAliveOutlivesTheTimeout(t *testing.T) {
+	t.Parallel()
+	clk := &clock{now: time.UnixMilli(1_767_000_000_000)}
+	srv := sandboxtest.NewServer(t, local.WithExecutor(hostexec.New()), local.WithHostPaths(true), local.WithClock(clk.Now))
+	sb, err := srv.Client().Create(t.Context(), sandbox.CreateParams{Timeout: time.Second})
+	require.NoError(t, err)
+
+	const every = 10 * time.Millisecond
+	tm := start(t, t.Context(), sb, &pty.Cmd{Name: "sh", Args: []string{"-c", "echo started; exec cat"}, KeepAlive: every})
+	first := extensions(srv)
+	require.Len(t, first, 1, "the first extension is made as the terminal opens")
+	assert.JSONEq(t, `{"duration":20}`, string(first[0].Body), "twice the interval")
+	assert.Equal(t, http.StatusOK, first[0].Status)
+	require.Eventually(t, func() bool { return len(extensions(srv)) >= 3 }, 10*time.Second, time.Millisecond,
+		"then one every interval")
+	for _, r := range extensions(srv)[1:] {
+		assert.JSONEq(t, `{"duration":10}`, string(r.Body), "by the interval")
+		assert.Contains(t, r.Path, sb.SessionID(), "to the terminal's session")
+	}
+
+	clk.advance(time.Second + time.Millisecond) // past the session's first timeout
+	sessions := srv.Sessions()                  // which expires what is due
+	require.Len(t, sessions, 1)
+	assert.Equal(t, "running", sessions[0].Status, "kept alive past its first timeout")
+	tm.typeIn("alive\n")
+	tm.waitFor("alive\r\n", 2) // echoed, then printed by cat
+	tm.typeIn("\x04")          // end of input: cat exits, and the shell it replaced
+	code, err := tm.wait()
+	require.NoError(t, err)
+	assert.Zero(t, code)
+
+	// Wait has joined the keep-alive: nothing extends the session now.
+	n := len(extensions(srv))
+	assert.Equal(t, "running", srv.Sessions()[0].Status)
+	assert.Len(t, extensions(srv), n)
+}
+
+// The keep-alive is on by default, with the CLI's interval, and off with
+// a negative KeepAlive.
+func TestKeepAliveByDefaultAndOff(t *testing.T) {
+	t.Parallel()
+	srv, sb := newSandbox(t)
+	tm := start(t, t.Context(), sb, &pty.Cmd{Name: "sh", Args: []string{"-c", "exec cat"}})
+	got := extensions(srv)
+	require.Len(t, got, 1, "on by default")
+	assert.JSONEq(t, `{"duration":600000}`, string(got[0].Body), "twice 5 minutes as the terminal opens")
+	require.NoError(t, tm.s.Close())
+
+	tm = start(t, t.Context(), sb, &pty.Cmd{Name: "sh", Args: []string{"-c", "exec cat"}, KeepAlive: -1})
+	tm.typeIn("typed\n")
+	tm.waitFor("typed\r\n", 2)
+	require.NoError(t, tm.s.Resize(30, 100))
+	require.NoError(t, tm.s.Close())
+	assert.Len(t, extensions(srv), 1, "off: no extension")
+}
+
+// A keep-alive never resumes a sandbox. Here the network between the
+// terminal and the server goes silent and the session stops: the client
+// cannot tell, and its next extension meets the stopping or stopped
+// session. It stops extending there; the sandbox is not resumed (which a
+// call through the Sandbox handle would do: it would then keep the new
+// session alive) and no second session starts.
+func TestKeepAliveNeverResumes(t *testing.T) {
+	t.Parallel()
+	srv := sandboxtest.NewServer(t, local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
+	p := newProxy(t, strings.TrimPrefix(srv.URL(), "http://"))
+	// The API names the proxy in its tickets: the terminal goes through
+	// it, the API's calls do not.
+	viaProxy := func(r *http.Request, next sandbox.RoundTripFunc) (*http.Response, error) {
+		if strings.HasSuffix(r.URL.Path, "/interactive") {
+			r.Host = p.ln.Addr().String()
+		}
+		return next(r)
+	}
+	sb, err := srv.Client(sandbox.WithMiddleware(viaProxy)).Create(t.Context(), sandbox.CreateParams{})
+	require.NoError(t, err)
+	sid := sb.SessionID()
+	tm := start(t, t.Context(), sb, &pty.Cmd{Name: "sh", Args: []string{"-c", "echo started; exec cat"}, KeepAlive: 10 * time.Millisecond})
+	tm.waitFor("started\r\n", 1)
+
+	p.freeze()
+	require.NoError(t, srv.Stop(sid))
+	refused := func() int {
+		n := 0
+		for _, r := range extensions(srv) {
+			if r.Status == http.StatusGone || r.Status == http.StatusUnprocessableEntity { // stopped, stopping
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return refused() > 0 }, 10*time.Second, time.Millisecond,
+		"an extension meets the stopping or stopped session")
+	require.NoError(t, tm.s.Close())
+	_, err = tm.wait()
+	require.ErrorIs(t, err, pty.ErrClosed)
+
+	assert.Equal(t, 1, refused(), "the keep-alive stops at the first refusal")
+	for _, r := range extensions(srv) {
+		assert.Contains(t, r.Path, sid, "only the terminal's session is extended")
+	}
+	assert.Len(t, srv.Sessions(), 1, "no session was started")
+	assert.Empty(t, srv.RequestsTo("GET", "/v2/sandboxes/*"), "no resume was asked for")
+}
+
+// An extension the API refuses leaves the terminal open; when the session
+// then stops at its timeout, Wait says why it was not kept alive.
+func TestKeepAliveFailureIsReported(t *testing.T) {
+	t.Parallel()
+	clk := &clock{now: time.UnixMilli(1_767_000_000_000)}
+	srv := sandboxtest.NewServer(t, local.WithExecutor(hostexec.New()), local.WithHostPaths(true),
+		local.WithClock(clk.Now), local.WithMaxTimeout(time.Second))
+	// The longest timeout the server allows: no extension fits.
+	sb, err := srv.Client().Create(t.Context(), sandbox.CreateParams{Timeout: time.Second})
+	require.NoError(t, err)
+	tm := start(t, t.Context(), sb, &pty.Cmd{Name: "sh", Args: []string{"-c", "echo started; exec cat"}, KeepAlive: 10 * time.Millisecond})
+	first := extensions(srv)
+	require.Len(t, first, 1, "made as the terminal opens")
+	assert.Equal(t, http.StatusBadRequest, first[0].Status, "refused")
+	tm.waitFor("started\r\n", 1) // and the terminal is open
+
+	clk.advance(time.Second)
+	srv.Sessions() // which expires the session, and ends its terminal
+	code, err := tm.wait()
+	assert.Equal(t, -1, code, "no invented exit code")
+	require.ErrorIs(t, err, pty.ErrStreamEnded)
+	var ae *sandbox.APIError
+	require.ErrorAs(t, err, &ae, "why the session was not kept alive")
+	assert.Equal(t, http.StatusBadRequest, ae.StatusCode, "the first refusal, not the 410 that follows it")
+	assert.Contains(t, err.Error(), "extending the session's timeout")
 }

@@ -1,6 +1,7 @@
 package pty
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/loopback"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 )
@@ -66,8 +68,17 @@ type Cmd struct {
 	Stdout io.Writer
 	// HTTPClient makes the WebSocket handshake; nil uses
 	// http.DefaultClient. It must not add the API's credentials: the
-	// ticket's token is the only credential the terminal needs.
+	// ticket's token is the only credential the terminal needs. Its
+	// CheckRedirect is not used: a redirect is never followed.
 	HTTPClient *http.Client
+	// KeepAlive is how often Start (and Run) extend the session's timeout
+	// while the terminal is open, as sandbox connect does, so that the
+	// session does not stop under the user's fingers: when the terminal
+	// opens the timeout grows by twice KeepAlive, then by KeepAlive every
+	// KeepAlive until the terminal closes. Zero means 5 minutes, as in the
+	// CLI; a negative value turns the extensions off. Dial, which has no
+	// sandbox, never extends. See Start.
+	KeepAlive time.Duration
 }
 
 // Session is a command running on a terminal. Its methods are safe for
@@ -86,15 +97,27 @@ type Session struct {
 	closing  atomic.Bool
 	waitOnce sync.Once
 
+	tok      *tokenText    // hides the ticket's token in errors
+	keepDone chan struct{} // the keep-alive has returned
+
 	// Set by the read loop before readDone is closed.
 	code   int
 	err    error
 	outErr error
+	// Set by the keep-alive before keepDone is closed: why the
+	// extensions failed since the last one that succeeded, if they did.
+	keepErr error
 }
 
 // Start asks sb for an interactive session, connects to it and starts cmd
 // on a new terminal. The session lasts until the command exits, ctx ends
 // or Close is called; call Wait (or Close) to release it.
+//
+// While the terminal is open, Start keeps the sandbox's session from
+// reaching its timeout (see Cmd.KeepAlive): it extends the timeout of the
+// session the terminal is on, and never resumes a stopped sandbox to do
+// so. An extension that fails leaves the terminal open; if the session then
+// ends without an exit code, Wait's error says why the extension failed.
 func Start(ctx context.Context, sb *sandbox.Sandbox, cmd *Cmd) (*Session, error) {
 	if sb == nil {
 		return nil, apierr.Invalid("sandbox", "nil")
@@ -110,7 +133,29 @@ func Start(ctx context.Context, sb *sandbox.Sandbox, cmd *Cmd) (*Session, error)
 	if c.Cwd == "" {
 		c.Cwd = sb.Cwd()
 	}
-	return Dial(ctx, t, &c)
+	if c.KeepAlive < 0 {
+		return Dial(ctx, t, &c)
+	}
+	// The first extension runs as the terminal connects; both are done
+	// when Start returns.
+	k := &keepAlive{client: sb.Client(), sessionID: sb.SessionID(), every: cmp.Or(c.KeepAlive, defaultKeepAlive)}
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var first error
+	var wg sync.WaitGroup
+	wg.Go(func() { first = k.extend(ectx, 2*k.every) })
+	s, err := Dial(ctx, t, &c)
+	if err != nil {
+		cancel()
+	}
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	s.keepErr = s.tok.err(first)
+	s.keepDone = make(chan struct{})
+	go s.keepAlive(k)
+	return s, nil
 }
 
 // Run starts cmd as Start does and waits for it to exit.
@@ -132,12 +177,20 @@ func Dial(ctx context.Context, t sandbox.Interactive, cmd *Cmd) (*Session, error
 	if err != nil {
 		return nil, err
 	}
-	conn, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{
-		HTTPClient:      cmd.HTTPClient,
+	tok := newTokenText(t.Token)
+	client, own, err := handshakeClient(cmd.HTTPClient, target, t.URL)
+	if err != nil {
+		return nil, err
+	}
+	conn, resp, err := websocket.Dial(ctx, target.String(), &websocket.DialOptions{
+		HTTPClient:      client,
 		CompressionMode: websocket.CompressionDisabled,
 	})
+	if own != nil {
+		own.CloseIdleConnections()
+	}
 	if err != nil {
-		return nil, dialError(shown, t.Token, resp, err)
+		return nil, dialError(shown, tok, resp, err)
 	}
 	// Output is streamed in bounded chunks and text frames are read to a
 	// bound, so messages of any size are safe.
@@ -149,7 +202,7 @@ func Dial(ctx context.Context, t sandbox.Interactive, cmd *Cmd) (*Session, error
 	}
 	if err := conn.Write(ctx, websocket.MessageText, frame); err != nil {
 		_ = conn.CloseNow()
-		return nil, &DisconnectError{Reason: "sending the start frame", Err: err}
+		return nil, &DisconnectError{Reason: "sending the start frame", Err: tok.err(err)}
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := &Session{
@@ -159,7 +212,10 @@ func Dial(ctx context.Context, t sandbox.Interactive, cmd *Cmd) (*Session, error
 		inDone:   make(chan struct{}),
 		inStop:   make(chan struct{}),
 		stdin:    cmd.Stdin,
+		tok:      tok,
+		keepDone: make(chan struct{}),
 	}
+	close(s.keepDone) // none unless Start starts one
 	if s.stdout == nil {
 		s.stdout = io.Discard
 	}
@@ -259,7 +315,7 @@ func (s *Session) send(typ websocket.MessageType, p []byte) error {
 		if s.ctx.Err() != nil {
 			return ErrClosed
 		}
-		return &DisconnectError{Reason: "sending input", Err: err}
+		return &DisconnectError{Reason: "sending input", Err: s.tok.err(err)}
 	}
 	return nil
 }
@@ -275,9 +331,15 @@ func (s *Session) Wait() (exitCode int, err error) {
 		s.cancel()
 		<-s.inDone
 		<-s.inStop
+		<-s.keepDone
 		setReadDeadline(s.stdin, time.Time{}) // leave Stdin as it was given
 		if s.err == nil && s.outErr != nil {
 			s.err = fmt.Errorf("pty: writing output: %w", s.outErr)
+		}
+		var de *DisconnectError
+		if s.keepErr != nil && errors.As(s.err, &de) {
+			// The session may have ended because it was not kept alive.
+			s.err = errors.Join(s.err, fmt.Errorf("pty: extending the session's timeout: %w", s.keepErr))
 		}
 	})
 	return s.code, s.err
@@ -411,9 +473,9 @@ func (s *Session) ended(err error) error {
 	}
 	var ce websocket.CloseError
 	if errors.As(err, &ce) {
-		return &DisconnectError{CloseStatus: int(ce.Code), Reason: bounded(ce.Reason)}
+		return &DisconnectError{CloseStatus: int(ce.Code), Reason: bounded(s.tok.hide(ce.Reason))}
 	}
-	return &DisconnectError{Err: err}
+	return &DisconnectError{Err: s.tok.err(err)}
 }
 
 // bounded cuts a server-chosen text to a readable length.
@@ -425,42 +487,93 @@ func bounded(s string) string {
 	return s
 }
 
-// ticketURL returns the URL to dial, with the token, and the same URL
-// without its query for messages.
-func ticketURL(t sandbox.Interactive) (target, shown string, err error) {
+// ticketURL checks the ticket and returns the URL to dial, with the token
+// and an http or https scheme, and the same URL without its query for
+// messages. A ws:// URL carries the token in clear text: it is refused, as
+// sandbox.NewClient refuses a plain-HTTP base URL, unless it names the
+// local machine (package internal/loopback holds the rule).
+func ticketURL(t sandbox.Interactive) (target *url.URL, shown string, err error) {
 	u, err := url.Parse(t.URL)
 	if err != nil {
-		return "", "", apierr.Invalid("Interactive.URL", "not a URL")
+		return nil, "", apierr.Invalid("Interactive.URL", "not a URL")
 	}
+	target = new(url.URL)
+	*target = *u
 	switch u.Scheme {
-	case "ws", "wss", "http", "https":
+	case "ws":
+		target.Scheme = "http"
+	case "wss":
+		target.Scheme = "https"
+	case "http", "https":
 	default:
-		return "", "", apierr.Invalid("Interactive.URL", "scheme %q is not ws or wss", u.Scheme)
+		return nil, "", apierr.Invalid("Interactive.URL", "scheme %q is not ws or wss", u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, "", apierr.Invalid("Interactive.URL", "no host")
+	}
+	if err := loopback.Check("Interactive.URL", target); err != nil {
+		return nil, "", withScheme(err, u.Scheme)
 	}
 	if t.Token == "" {
-		return "", "", apierr.Invalid("Interactive.Token", "empty")
+		return nil, "", apierr.Invalid("Interactive.Token", "empty")
 	}
 	plain := *u
 	plain.RawQuery, plain.Fragment, plain.User = "", "", nil
-	q := u.Query()
+	q := target.Query()
 	q.Set("token", t.Token)
-	u.RawQuery = q.Encode()
-	return u.String(), plain.String(), nil
+	target.RawQuery = q.Encode()
+	return target, plain.String(), nil
 }
 
-// dialError describes a failed handshake without the token, which the
-// errors of net/http quote with the URL.
-func dialError(shown, token string, resp *http.Response, err error) error {
-	de := &DialError{URL: shown}
+// withScheme names the scheme the caller gave (ws, not http) in an error
+// of package internal/loopback.
+func withScheme(err error, scheme string) error {
+	var ie *apierr.InsecureURLError
+	if errors.As(err, &ie) {
+		ie.Scheme = scheme
+	}
+	return err
+}
+
+// handshakeClient returns a copy of c (nil: http.DefaultClient) for the
+// handshake to target. It never follows a redirect: net/http would send
+// the URL, token and all, to the new place as the Referer, and the start
+// frame (the command's environment) and the keystrokes would follow. A
+// plain URL to the name localhost is dialled at 127.0.0.1 or ::1 without
+// a lookup, through a transport of package internal/loopback, which is
+// returned as own: the caller closes its idle connections. given is the
+// URL as the ticket gave it, for errors.
+func handshakeClient(c *http.Client, target *url.URL, given string) (hc *http.Client, own *http.Transport, err error) {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	cp := *c
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if loopback.NeedsDialer(target) {
+		if own, err = loopback.Transport("Interactive.URL", target, cp.Transport); err != nil {
+			scheme, _, _ := strings.Cut(given, ":")
+			return nil, nil, withScheme(err, scheme)
+		}
+		cp.Transport = own
+	}
+	return &cp, own, nil
+}
+
+// dialError describes a failed handshake with the token hidden: net/http
+// quotes the URL in its errors, and the WebSocket layer quotes the
+// server's headers.
+func dialError(shown string, tok *tokenText, resp *http.Response, err error) error {
+	de := &DialError{URL: tok.hide(shown)}
 	if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 		de.StatusCode = resp.StatusCode
+		if loc, lerr := resp.Location(); lerr == nil && resp.StatusCode/100 == 3 {
+			de.Location = tok.hide((&url.URL{Scheme: loc.Scheme, Host: loc.Host}).String())
+			return de
+		}
 	}
-	de.Err = err
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
-		de.Err = ue.Err // the same failure, without the URL
+		err = ue.Err // the same failure, without the URL
 	}
-	if msg := de.Err.Error(); strings.Contains(msg, token) || strings.Contains(msg, url.QueryEscape(token)) {
-		de.Err = errors.New("the handshake failed") // never quote the token
-	}
+	de.Err = tok.err(err)
 	return de
 }

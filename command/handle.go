@@ -216,15 +216,19 @@ func (h *Handle) Terminate(ctx context.Context, grace time.Duration) error {
 // Logs replays the command's output from the start and follows it until
 // the command ends. A log stream cut while the command runs is opened
 // again and the output already yielded skipped, so each byte is yielded
-// once (see ReattachPolicy). The sequence stops early, with an error, when
-// ctx ends, the session ends (an error matching ErrGone) or the stream
-// fails in a way no re-attachment mends.
+// once (see ReattachPolicy); since a cut can end a log stream as cleanly as
+// the command's end does, the logs are read once more after the command
+// ends, unless the handle knew it had ended when they were opened. The
+// sequence stops early, with an error, when ctx ends, the session ends (an
+// error matching ErrGone), a replay does not match what was yielded (an
+// *OutputLostError naming the stream and offset) or the stream fails in a
+// way no re-attachment mends.
 //
 // An Event's Data is valid until the next iteration, and a long frame
 // comes as several Events: memory stays bounded whatever the output.
 func (h *Handle) Logs(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		f := &follower{c: h.c, ref: h.ref, op: "logs", known: h.finished(),
+		f := &follower{c: h.c, ref: h.ref, op: "logs", known: h.finished(), sent: newDelivered(),
 			emit: func(k cmdstream.Kind, data []byte) error {
 				s := Stdout
 				if k == cmdstream.KindStderr {

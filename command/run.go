@@ -160,7 +160,7 @@ type attachedRun struct {
 	silent   atomic.Bool
 	lastSeen atomic.Int64 // when output last came, or the caller's writer last returned
 	writing  atomic.Bool  // whether the caller's writer has the output
-	sent     delivered
+	sent     *delivered
 
 	mu   sync.Mutex
 	body io.Closer // the stream being read, which the inactivity timer closes
@@ -173,7 +173,8 @@ func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd
 		return nil, err
 	}
 	limit := captureLimit(cmd)
-	r := &attachedRun{c: c, cmd: cmd, sid: sid, stdout: capture.New(limit), stderr: capture.New(limit), began: time.Now()}
+	r := &attachedRun{c: c, cmd: cmd, sid: sid, stdout: capture.New(limit), stderr: capture.New(limit),
+		began: time.Now(), sent: newDelivered()}
 	r.track(resp.Body)
 
 	var timer *time.Timer
@@ -248,6 +249,7 @@ func (r *attachedRun) read(dec *cmdstream.Decoder) (final *wire.Command, started
 			if !started {
 				return nil, started, &apierr.StreamError{Code: "malformed_frame", Message: "log line before the command line", SessionID: r.sid}
 			}
+			r.sent.add(streamIndex(kind), data)
 			if err := r.write(kind, data); err != nil {
 				return nil, started, err
 			}
@@ -317,16 +319,15 @@ func (r *attachedRun) closeBody() {
 	}
 }
 
-// write passes output on to the caller's writer and keeps it. The
-// inactivity clock stops while the writer has it: a slow writer is not a
-// silent command.
+// write passes output on to the caller's writer and keeps it; whoever
+// read it has counted it as delivered. The inactivity clock stops while
+// the writer has it: a slow writer is not a silent command.
 func (r *attachedRun) write(k cmdstream.Kind, data []byte) error {
 	r.lastSeen.Store(time.Now().UnixNano())
-	w, cp, name, i := r.cmd.Stdout, r.stdout, "stdout", 0
+	w, cp, name := r.cmd.Stdout, r.stdout, "stdout"
 	if k == cmdstream.KindStderr {
-		w, cp, name, i = r.cmd.Stderr, r.stderr, "stderr", 1
+		w, cp, name = r.cmd.Stderr, r.stderr, "stderr"
 	}
-	r.sent[i] += int64(len(data))
 	_, _ = cp.Write(data)
 	if w == nil {
 		return nil

@@ -104,3 +104,20 @@ func TestLogsReplayShorterThanDeliveredIsOutputLost(t *testing.T) {
 	outputLost(t, err, "stdout", 4)
 	assert.LessOrEqual(t, logs.Load(), int32(7), "asked again a bounded number of times")
 }
+
+func TestRunReplayThatDiffersIsOutputLost(t *testing.T) {
+	t.Parallel()
+	h, _ := replays(t, func(w http.ResponseWriter, attached bool) {
+		if attached {
+			cutAfter(w, startLine+logLines("one\n", "two\n"))
+		}
+	}, logLines("uno\n", "dos\n", "tres\n"))
+
+	var out strings.Builder
+	res, err := command.Run(t.Context(), h.c, &command.Cmd{Name: "x", Stdout: &out})
+	outputLost(t, err, "stdout", 8)
+	assert.Equal(t, "one\ntwo\n", out.String())
+	require.NotNil(t, res, "the output captured so far")
+	assert.Equal(t, "one\ntwo\n", string(res.Stdout))
+	assert.Equal(t, -1, res.ExitCode, "no exit code invented")
+}

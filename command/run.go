@@ -27,7 +27,8 @@ import (
 // past InactivityTimeout (the timer closes the body, the command is
 // killed), the caller's context (killed with KillOnCancel), and a cut that
 // cannot be followed (an ErrStreamEnded, never an invented exit code).
-// Output captured so far travels with the error.
+// Once the command has started, the output captured so far and its ids
+// travel with the error as a partial Result (ExitCode -1).
 
 // Run runs cmd attached on c. Only package sandbox can make a c: call
 // (*sandbox.Sandbox).Run, which documents the behaviour.
@@ -257,31 +258,39 @@ func (r *attachedRun) read(dec *cmdstream.Decoder) (final *wire.Command, started
 	}
 }
 
-// fail returns the error of a run that ended without an exit code.
+// fail returns the error of a run that ended without an exit code and,
+// once the command has started, its partial result: the output captured so
+// far, the ids to reattach with, and ExitCode -1.
 func (r *attachedRun) fail(ctx context.Context, err error, started bool) (*Result, error) {
+	var res *Result
+	if r.cid != "" {
+		res = r.partial()
+	}
 	switch {
 	case r.silent.Load():
-		ie := &InactivityError{CommandID: r.cid, SessionID: r.sid, Silence: r.cmd.InactivityTimeout, Result: r.partial()}
+		ie := &InactivityError{CommandID: r.cid, SessionID: r.sid, Silence: r.cmd.InactivityTimeout, Result: res}
 		if r.cid != "" {
 			kerr := r.kill(ctx)
 			ie.Killed, ie.KillErr = kerr == nil, kerr
+		} else {
+			ie.Result = r.partial()
 		}
-		return nil, ie
+		return res, ie
 	case ctx.Err() != nil:
 		if r.cmd.KillOnCancel && r.cid != "" {
 			if kerr := r.kill(ctx); kerr != nil {
-				return nil, fmt.Errorf("%w (killing command %s failed: %w)", ctx.Err(), r.cid, kerr)
+				return res, fmt.Errorf("%w (killing command %s failed: %w)", ctx.Err(), r.cid, kerr)
 			}
 		}
-		return nil, ctx.Err()
+		return res, ctx.Err()
 	case errors.Is(err, io.EOF):
 		what := "before the command finished"
 		if !started {
 			what = "before the command started"
 		}
-		return nil, cmdstream.EndedEarly(r.sid, r.cid, what)
+		return res, cmdstream.EndedEarly(r.sid, r.cid, what)
 	}
-	return nil, err
+	return res, err
 }
 
 // finish returns the result of a command that exited.

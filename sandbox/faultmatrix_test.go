@@ -203,7 +203,9 @@ func TestFaultResetMidStreamWithoutReattach(t *testing.T) {
 	cmd := &command.Cmd{Name: "job"}
 	cmd.Stdout = &out
 	res, err := sb.Run(t.Context(), cmd)
-	assert.Nil(t, res, "no invented exit code")
+	require.NotNil(t, res, "the output so far travels with the error")
+	assert.Equal(t, -1, res.ExitCode, "no invented exit code")
+	assert.Equal(t, "one\ntwo\n", string(res.Stdout))
 	var se *sandbox.StreamError
 	require.ErrorAs(t, err, &se)
 	assert.ErrorIs(t, err, sandbox.ErrStreamEnded)
@@ -288,13 +290,14 @@ func TestFaultStalledBodyFiresInactivityTimeout(t *testing.T) {
 	start := time.Now()
 	res, err := sb.Run(t.Context(), cmd)
 	assert.Less(t, time.Since(start), 10*time.Second)
-	assert.Nil(t, res)
 	require.ErrorIs(t, err, command.ErrInactivity)
 	var ie *command.InactivityError
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, 300*time.Millisecond, ie.Silence)
 	assert.Equal(t, sb.SessionID(), ie.SessionID)
 	require.NotNil(t, ie.Result)
+	assert.Same(t, ie.Result, res, "the partial result, returned too")
+	assert.Equal(t, -1, res.ExitCode)
 	assert.Equal(t, "one\n", string(ie.Result.Stdout))
 	assert.Equal(t, "one\n", out.String())
 	assert.Equal(t, 1, e.srv.CommandCount())

@@ -149,7 +149,8 @@ func (h *Handle) finished() *Info {
 
 // Wait blocks until the command finishes and returns its result. The
 // result carries no output: use Output or Logs for that. A non-zero exit
-// code gives the result and an *ExitError.
+// code gives the result and an *ExitError. An answer about another command
+// is refused with a *StreamError whose Code is "command_mismatch".
 //
 // A wait that is cut (hosted Vercel's edge ends requests after about six
 // minutes, and a transport's response-header timeout may fire first,
@@ -303,7 +304,7 @@ func (r Ref) check() error {
 }
 
 // fetchInfo returns the state of a command; with wait it blocks until the
-// command has finished.
+// command has finished. An answer about another command is refused.
 func fetchInfo(ctx context.Context, core *httpcore.Client, ref Ref, wait bool) (Info, error) {
 	if err := ref.check(); err != nil {
 		return Info{}, err
@@ -318,7 +319,19 @@ func fetchInfo(ctx context.Context, core *httpcore.Client, ref Ref, wait bool) (
 	if err != nil {
 		return Info{}, err
 	}
+	if out.Command.ID != ref.CommandID {
+		return Info{}, otherCommand(ref.SessionID, ref.CommandID, "the answer")
+	}
 	return infoFromWire(&out.Command), nil
+}
+
+// otherCommand is the error of an answer, or a stream's final line, that
+// is about another command than the one asked for (or about none): its
+// exit code is not this command's. The other id is not repeated, since a
+// hostile server could put a secret there.
+func otherCommand(sessionID, commandID, what string) error {
+	return &apierr.StreamError{Code: "command_mismatch", Message: what + " names another command",
+		SessionID: sessionID, CommandID: commandID}
 }
 
 // sendKill sends sig to a command.

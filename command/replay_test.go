@@ -1,6 +1,8 @@
 package command_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,8 +17,8 @@ import (
 )
 
 // Hostile answers about a command's output: log replays that do not agree
-// with what was delivered. Each must end in a typed error, never in a
-// wrong output.
+// with what was delivered, and frames or waits that name another command.
+// Each must end in a typed error, never in a wrong output or exit code.
 
 // logLines renders stdout log lines.
 func logLines(lines ...string) string {
@@ -120,4 +122,74 @@ func TestRunReplayThatDiffersIsOutputLost(t *testing.T) {
 	require.NotNil(t, res, "the output captured so far")
 	assert.Equal(t, "one\ntwo\n", string(res.Stdout))
 	assert.Equal(t, -1, res.ExitCode, "no exit code invented")
+}
+
+// otherCommand is cmd_2's final state, in a stream or an answer.
+const otherCommand = `{"command":{"id":"cmd_2","name":"x","args":[],"cwd":"/","sessionId":"sbx_1","exitCode":0,"startedAt":1}}`
+
+// mismatch asserts that err refuses an answer about another command.
+func mismatch(t *testing.T, err error) {
+	t.Helper()
+	var se *command.StreamError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "command_mismatch", se.Code)
+	assert.Equal(t, "cmd_1", se.CommandID)
+	assert.Contains(t, se.Error(), "another command")
+	assert.NotContains(t, se.Error(), "cmd_2", "what a server wrote there is not repeated")
+	var ee *command.ExitError
+	assert.False(t, errors.As(err, &ee), "not taken as this command's exit")
+}
+
+func TestRunFinalFrameOfAnotherCommandIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t, "tok_other", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		io.WriteString(w, startLine+logLines("one\n")+otherCommand+"\n")
+	})
+	res, err := command.Run(t.Context(), h.c, &command.Cmd{Name: "x"})
+	mismatch(t, err)
+	require.NotNil(t, res)
+	assert.Equal(t, "one\n", string(res.Stdout))
+	assert.Equal(t, -1, res.ExitCode)
+	assert.Equal(t, "cmd_1", res.CommandID)
+}
+
+func TestWaitAnswerOfAnotherCommandIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t, "tok_other_wait", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, otherCommand)
+	})
+	hd := h.handle(t)
+	res, err := hd.Wait(t.Context())
+	mismatch(t, err)
+	assert.Nil(t, res)
+	_, err = hd.Info(t.Context())
+	mismatch(t, err)
+}
+
+// A cut run whose follower is told by a wait that another command
+// finished does not take that exit as its own.
+func TestRunFollowerRefusesAnotherCommandsWait(t *testing.T) {
+	t.Parallel()
+	h := newHostile(t, "tok_other_follow", func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == "POST":
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			io.WriteString(w, startLine+logLines("one\n")) // ends without its final line
+		case strings.HasSuffix(r.URL.Path, "/logs"):
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			io.WriteString(w, logLines("one\n"))
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, otherCommand)
+		}
+	})
+	h.c.Reattach = command.ReattachPolicy{}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	res, err := command.Run(ctx, h.c, &command.Cmd{Name: "x"})
+	mismatch(t, err)
+	require.NotNil(t, res)
+	assert.Equal(t, "one\n", string(res.Stdout))
 }

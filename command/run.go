@@ -28,7 +28,8 @@ import (
 // killed), the caller's context (killed with KillOnCancel), and a cut that
 // cannot be followed (an ErrStreamEnded, never an invented exit code).
 // Once the command has started, the output captured so far and its ids
-// travel with the error as a partial Result (ExitCode -1).
+// travel with the error as a partial Result (ExitCode -1). A final line
+// about another command is refused, not taken as this one's exit.
 
 // Run runs cmd attached on c. Only package sandbox can make a c: call
 // (*sandbox.Sandbox).Run, which documents the behaviour.
@@ -244,6 +245,9 @@ func (r *attachedRun) read(dec *cmdstream.Decoder) (final *wire.Command, started
 			}
 			if command.ExitCode == nil {
 				return nil, started, &apierr.StreamError{Code: "malformed_frame", Message: "finish line without an exit code", SessionID: r.sid, CommandID: r.cid}
+			}
+			if command.ID != r.cid {
+				return nil, started, otherCommand(r.sid, r.cid, "the final line")
 			}
 			return command, started, nil
 		case cmdstream.KindStdout, cmdstream.KindStderr:

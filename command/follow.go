@@ -207,10 +207,10 @@ func (f *follower) ended(ctx context.Context) (Info, error) {
 }
 
 // logsRaceRetries bounds how often a follower asks again for the logs of
-// a finished command that answered 404. Hosted Vercel's logs can race the
-// command's cleanup for a moment after it ends (getsentry/junior#992); the
-// backoff between attempts (0.2, 0.4, 0.8, 1.6 s) makes the grace about
-// three seconds.
+// a finished command that answered 404, or whose replay ended short of
+// what was delivered. Hosted Vercel's logs can race the command's cleanup
+// for a moment after it ends (getsentry/junior#992); the backoff between
+// attempts (0.2, 0.4, 0.8, 1.6 s) makes the grace about three seconds.
 const logsRaceRetries = 4
 
 // finished returns the command's state when it is known, or reported, to
@@ -241,6 +241,8 @@ func (f *follower) mismatch(i int, offset int64) error {
 	return f.lostAt(streamNames[i], offset, nil)
 }
 
+// lostAt is an OutputLostError with the exit code, when known, and the
+// bytes delivered.
 func (f *follower) lostAt(stream string, offset int64, err error) error {
 	code := -1
 	if f.known != nil && f.known.ExitCode != nil {

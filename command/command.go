@@ -120,6 +120,8 @@ func (c *Cmd) String() string {
 type Result struct {
 	CommandID string
 	SessionID string
+	// ExitCode is -1 when it is not known: a run that ended before its
+	// command did returns its partial Result with the error.
 	ExitCode  int
 	StartedAt time.Time
 	// Duration is the execution time the sandbox reported, or the

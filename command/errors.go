@@ -22,8 +22,8 @@ var (
 	// ErrExecutableNotFound matches a command refused because its
 	// executable does not exist: it never started and has no exit code.
 	ErrExecutableNotFound = apierr.ErrExecutableNotFound
-	// ErrOutputLost matches a finished command whose logs the API no
-	// longer serves; see OutputLostError.
+	// ErrOutputLost matches output that cannot be delivered whole; see
+	// OutputLostError.
 	ErrOutputLost = apierr.ErrOutputLost
 )
 
@@ -35,7 +35,8 @@ type (
 	OutcomeUnknownError = apierr.OutcomeUnknownError
 	// InputError is invalid input refused before any request.
 	InputError = apierr.InputError
-	// OutputLostError reports a finished command whose logs kept
-	// answering 404, with its exit code and the bytes delivered.
+	// OutputLostError reports output that cannot be delivered whole: the
+	// logs of a finished command kept answering 404, or a replay of them
+	// did not match what was delivered (Stream and Offset say where).
 	OutputLostError = apierr.OutputLostError
 )

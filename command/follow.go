@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"time"
@@ -23,6 +24,19 @@ import (
 // frame such as sandbox_stream_closed: errors matching ErrGone), on an
 // answer that no repetition mends, or on ctx. Re-attachments that bring
 // nothing new back off, so a server that keeps cutting is not hammered.
+//
+// The logs endpoint has no final frame, and the edge's cut can end a
+// stream as cleanly as the command's end does. So a clean end proves the
+// output complete only for a stream opened once the command was known to
+// have finished. After any other clean end the logs are read again once
+// the command has finished, and again while a reading brings new bytes:
+// the command has ended, so this is bounded by its output.
+//
+// A replay is checked against what it skips: per stream, a hash of the
+// bytes delivered (seeded at random, so a server cannot forge a match) is
+// compared with the hash of the replayed prefix, and a replay that differs,
+// or that keeps ending short of what was delivered, is an OutputLostError
+// naming the stream and the offset, never a silent splice.
 
 type (
 	// ReattachPolicy configures re-attachment to a command whose stream
@@ -35,10 +49,40 @@ type (
 // errStop ends a follow whose consumer wants nothing more.
 var errStop = errors.New("consumer stopped")
 
-// delivered counts the output bytes a caller has received, per stream.
-type delivered [2]int64
+// delivered is what a caller has received of a command's output, per
+// stream (0 stdout, 1 stderr): the byte count, and a hash of the bytes for
+// checking a replay against them.
+type delivered struct {
+	n    [2]int64
+	sum  [2]maphash.Hash
+	seed maphash.Seed
+}
 
-func (d *delivered) total() int64 { return d[0] + d[1] }
+func newDelivered() *delivered {
+	d := &delivered{seed: maphash.MakeSeed()}
+	d.sum[0].SetSeed(d.seed)
+	d.sum[1].SetSeed(d.seed)
+	return d
+}
+
+// add records data as delivered on stream i.
+func (d *delivered) add(i int, data []byte) {
+	d.n[i] += int64(len(data))
+	_, _ = d.sum[i].Write(data)
+}
+
+func (d *delivered) total() int64 { return d.n[0] + d.n[1] }
+
+// streamIndex is the index of a log frame's stream in delivered.
+func streamIndex(k cmdstream.Kind) int {
+	if k == cmdstream.KindStderr {
+		return 1
+	}
+	return 0
+}
+
+// streamNames names the streams of delivered.
+var streamNames = [2]string{"stdout", "stderr"}
 
 // follower follows one command's output through the logs endpoint.
 type follower struct {
@@ -53,34 +97,62 @@ type follower struct {
 	// known is the command's state when it is already known to be done;
 	// then a clean end of the logs needs no further request.
 	known *Info
-	sent  delivered
+	sent  *delivered
+}
+
+// reading is what one log stream brought.
+type reading struct {
+	fresh   bool  // new bytes were delivered
+	short   int   // index of a stream the replay ended short of, or -1
+	shortAt int64 // where that replay ended
 }
 
 // run follows the logs until the command has finished and returns its
 // final state. attempt is the number of re-attachments made before (1
 // when an attached run's stream was cut), cause how the last stream ended.
 func (f *follower) run(ctx context.Context, attempt int, cause error) (Info, error) {
-	idle := 0  // consecutive re-attachments that brought nothing new
-	raced := 0 // logs answered 404 for a finished command
+	idle := 0              // consecutive re-attachments that brought nothing new
+	unserved := 0          // readings of a finished command's logs that answered 404 or ended short
+	suspect := attempt > 0 // a stream ended without proving the output complete
+	confirm := false       // the next reading only confirms that the output is complete
 	for {
-		if attempt > 0 {
+		if attempt > 0 && !confirm {
 			if err := f.announce(ctx, attempt, idle, cause); err != nil {
 				return Info{}, err
 			}
 		}
+		confirm = false
 		before := f.sent.total()
-		err := f.stream(ctx)
+		finished := f.known != nil && f.known.Done()
+		got, err := f.stream(ctx)
 		switch {
-		case err == nil:
-			if f.known != nil && f.known.Done() {
+		case err == nil && finished && got.short >= 0:
+			// A replay of the finished output that ends short of what was
+			// delivered: cut again, or not the output delivered.
+			if unserved++; unserved > logsRaceRetries || f.c.Reattach.Disabled {
+				return Info{}, f.mismatch(got.short, got.shortAt)
+			}
+			cause = cmdstream.EndedEarly(f.ref.SessionID, f.ref.CommandID,
+				"before the output already delivered (log replay of "+streamNames[got.short]+")")
+			suspect = true
+		case err == nil && finished:
+			if !suspect || !got.fresh {
 				return *f.known, nil
 			}
+			confirm = true // the last reading brought bytes: it may be cut too
+		case err == nil:
+			suspect = true
 			info, ierr := f.ended(ctx)
 			if ierr != nil {
 				return Info{}, ierr
 			}
 			if info.Done() {
-				return info, nil
+				f.known = &info
+				confirm = true
+				break
+			}
+			if f.c.Reattach.Disabled {
+				return Info{}, cmdstream.EndedEarly(f.ref.SessionID, f.ref.CommandID, "while the command was still running")
 			}
 			cause = nil // ended cleanly while the command runs
 		case errors.Is(err, errStop):
@@ -88,23 +160,21 @@ func (f *follower) run(ctx context.Context, attempt int, cause error) (Info, err
 		case ctx.Err() != nil:
 			return Info{}, context.Cause(ctx)
 		case errors.Is(err, apierr.ErrNotFound):
-			if raced++; raced > logsRaceRetries {
+			if unserved++; unserved > logsRaceRetries {
 				return Info{}, f.lost(ctx, err)
 			}
-			if _, ok := f.finished(ctx); !ok {
+			if _, ok := f.finished(ctx); !ok || f.c.Reattach.Disabled {
 				return Info{}, err
 			}
 			cause = err
-		case !isCut(err):
+		case !isCut(err) || f.c.Reattach.Disabled:
 			return Info{}, err
 		default:
 			cause = err
+			suspect = true
 		}
-		if f.c.Reattach.Disabled {
-			if cause != nil {
-				return Info{}, cause
-			}
-			return Info{}, cmdstream.EndedEarly(f.ref.SessionID, f.ref.CommandID, "while the command was still running")
+		if confirm {
+			continue // a confirming reading is no re-attachment
 		}
 		if f.sent.total() == before {
 			idle++
@@ -117,7 +187,8 @@ func (f *follower) run(ctx context.Context, attempt int, cause error) (Info, err
 
 // endGrace is how long a follower waits, after a log stream ended cleanly,
 // for the command to be reported finished before it calls the stream cut:
-// a server may close the stream a moment before it records the exit.
+// a server may close the stream a moment before it records the exit. (The
+// logs are read again either way; see above.)
 const endGrace = 2 * time.Second
 
 // ended returns the command's state after a log stream ended cleanly.
@@ -136,10 +207,10 @@ func (f *follower) ended(ctx context.Context) (Info, error) {
 }
 
 // logsRaceRetries bounds how often a follower asks again for the logs of
-// a finished command that answered 404. Hosted Vercel's logs can race the
-// command's cleanup for a moment after it ends (getsentry/junior#992); the
-// backoff between attempts (0.2, 0.4, 0.8, 1.6 s) makes the grace about
-// three seconds.
+// a finished command that answered 404, or whose replay ended short of
+// what was delivered. Hosted Vercel's logs can race the command's cleanup
+// for a moment after it ends (getsentry/junior#992); the backoff between
+// attempts (0.2, 0.4, 0.8, 1.6 s) makes the grace about three seconds.
 const logsRaceRetries = 4
 
 // finished returns the command's state when it is known, or reported, to
@@ -160,58 +231,81 @@ func (f *follower) finished(ctx context.Context) (Info, bool) {
 // lost is the error of a finished command whose logs never came back: the
 // bytes not yet delivered cannot be had, and the caller is told so.
 func (f *follower) lost(ctx context.Context, err error) error {
-	info, _ := f.finished(ctx)
-	code := 0
-	if info.ExitCode != nil {
-		code = *info.ExitCode
+	f.finished(ctx)
+	return f.lostAt("", 0, err)
+}
+
+// mismatch is the error of a replay of stream i that stopped matching the
+// output delivered at offset.
+func (f *follower) mismatch(i int, offset int64) error {
+	return f.lostAt(streamNames[i], offset, nil)
+}
+
+// lostAt is an OutputLostError with the exit code, when known, and the
+// bytes delivered.
+func (f *follower) lostAt(stream string, offset int64, err error) error {
+	code := -1
+	if f.known != nil && f.known.ExitCode != nil {
+		code = *f.known.ExitCode
 	}
 	return &apierr.OutputLostError{SessionID: f.ref.SessionID, CommandID: f.ref.CommandID,
-		ExitCode: code, Delivered: f.sent.total(), Err: err}
+		ExitCode: code, Delivered: f.sent.total(), Stream: stream, Offset: offset, Err: err}
 }
 
 // stream reads one log stream to its end, passing on the bytes not yet
-// delivered. A clean end gives nil.
-func (f *follower) stream(ctx context.Context) error {
+// delivered. A clean end gives a nil error. The bytes it skips are checked
+// against those delivered.
+func (f *follower) stream(ctx context.Context) (reading, error) {
+	got := reading{short: -1}
 	body, dec, err := openLogs(ctx, f.c.Core, f.ref)
 	if err != nil {
-		return err
+		return got, err
 	}
 	defer body.Close()
 	defer dec.Close()
 	if f.track != nil {
 		f.track(body)
 	}
-	var seen delivered
+	skip := f.sent.n // what was delivered before: the replay's prefix to check
+	var seen [2]int64
+	var sum [2]maphash.Hash
+	sum[0].SetSeed(f.sent.seed)
+	sum[1].SetSeed(f.sent.seed)
 	for {
 		kind, data, _, err := dec.NextParts()
 		if err == io.EOF {
-			return nil
+			for i := range seen {
+				if seen[i] < skip[i] {
+					got.short, got.shortAt = i, seen[i]
+					break
+				}
+			}
+			return got, nil
 		}
 		if err != nil {
-			return err
+			return got, err
 		}
-		i := 0
-		switch kind {
-		case cmdstream.KindStdout:
-		case cmdstream.KindStderr:
-			i = 1
-		default:
-			return &apierr.StreamError{Code: "malformed_frame", Message: "command line in a log stream",
+		if kind != cmdstream.KindStdout && kind != cmdstream.KindStderr {
+			return got, &apierr.StreamError{Code: "malformed_frame", Message: "command line in a log stream",
 				SessionID: f.ref.SessionID, CommandID: f.ref.CommandID}
 		}
-		// Skip what an earlier stream delivered already.
-		if skip := f.sent[i] - seen[i]; skip > 0 {
-			n := min(skip, int64(len(data)))
+		i := streamIndex(kind)
+		if left := skip[i] - seen[i]; left > 0 {
+			n := min(left, int64(len(data)))
+			_, _ = sum[i].Write(data[:n])
 			data = data[n:]
-			seen[i] += n
+			if seen[i] += n; seen[i] == skip[i] && sum[i].Sum64() != f.sent.sum[i].Sum64() {
+				return got, f.mismatch(i, skip[i])
+			}
 		}
 		if len(data) == 0 {
 			continue
 		}
 		seen[i] += int64(len(data))
-		f.sent[i] += int64(len(data))
+		f.sent.add(i, data)
+		got.fresh = true
 		if err := f.emit(kind, data); err != nil {
-			return err
+			return got, err
 		}
 	}
 }
@@ -241,8 +335,12 @@ func reattach(ctx context.Context, c *conn.Conn, ev ReattachEvent, idle int) err
 
 // isCut reports whether a stream ended in a way that following it again
 // may mend: a read error or a transient failure to open it, not an error
-// frame, a malformed line, a refusal or the caller's writer.
+// frame, a malformed line, a refusal, a replay that disagrees with what
+// was delivered or the caller's writer.
 func isCut(err error) bool {
+	if errors.Is(err, apierr.ErrOutputLost) {
+		return false
+	}
 	var se *apierr.StreamError
 	if errors.As(err, &se) {
 		return se.Code == "stream_ended_early"

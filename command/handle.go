@@ -149,7 +149,8 @@ func (h *Handle) finished() *Info {
 
 // Wait blocks until the command finishes and returns its result. The
 // result carries no output: use Output or Logs for that. A non-zero exit
-// code gives the result and an *ExitError.
+// code gives the result and an *ExitError. An answer about another command
+// is refused with a *StreamError whose Code is "command_mismatch".
 //
 // A wait that is cut (hosted Vercel's edge ends requests after about six
 // minutes, and a transport's response-header timeout may fire first,
@@ -216,15 +217,19 @@ func (h *Handle) Terminate(ctx context.Context, grace time.Duration) error {
 // Logs replays the command's output from the start and follows it until
 // the command ends. A log stream cut while the command runs is opened
 // again and the output already yielded skipped, so each byte is yielded
-// once (see ReattachPolicy). The sequence stops early, with an error, when
-// ctx ends, the session ends (an error matching ErrGone) or the stream
-// fails in a way no re-attachment mends.
+// once (see ReattachPolicy); since a cut can end a log stream as cleanly as
+// the command's end does, the logs are read once more after the command
+// ends, unless the handle knew it had ended when they were opened. The
+// sequence stops early, with an error, when ctx ends, the session ends (an
+// error matching ErrGone), a replay does not match what was yielded (an
+// *OutputLostError naming the stream and offset) or the stream fails in a
+// way no re-attachment mends.
 //
 // An Event's Data is valid until the next iteration, and a long frame
 // comes as several Events: memory stays bounded whatever the output.
 func (h *Handle) Logs(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		f := &follower{c: h.c, ref: h.ref, op: "logs", known: h.finished(),
+		f := &follower{c: h.c, ref: h.ref, op: "logs", known: h.finished(), sent: newDelivered(),
 			emit: func(k cmdstream.Kind, data []byte) error {
 				s := Stdout
 				if k == cmdstream.KindStderr {
@@ -299,7 +304,7 @@ func (r Ref) check() error {
 }
 
 // fetchInfo returns the state of a command; with wait it blocks until the
-// command has finished.
+// command has finished. An answer about another command is refused.
 func fetchInfo(ctx context.Context, core *httpcore.Client, ref Ref, wait bool) (Info, error) {
 	if err := ref.check(); err != nil {
 		return Info{}, err
@@ -314,7 +319,19 @@ func fetchInfo(ctx context.Context, core *httpcore.Client, ref Ref, wait bool) (
 	if err != nil {
 		return Info{}, err
 	}
+	if out.Command.ID != ref.CommandID {
+		return Info{}, otherCommand(ref.SessionID, ref.CommandID, "the answer")
+	}
 	return infoFromWire(&out.Command), nil
+}
+
+// otherCommand is the error of an answer, or a stream's final line, that
+// is about another command than the one asked for (or about none): its
+// exit code is not this command's. The other id is not repeated, since a
+// hostile server could put a secret there.
+func otherCommand(sessionID, commandID, what string) error {
+	return &apierr.StreamError{Code: "command_mismatch", Message: what + " names another command",
+		SessionID: sessionID, CommandID: commandID}
 }
 
 // sendKill sends sig to a command.

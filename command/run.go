@@ -27,7 +27,9 @@ import (
 // past InactivityTimeout (the timer closes the body, the command is
 // killed), the caller's context (killed with KillOnCancel), and a cut that
 // cannot be followed (an ErrStreamEnded, never an invented exit code).
-// Output captured so far travels with the error.
+// Once the command has started, the output captured so far and its ids
+// travel with the error as a partial Result (ExitCode -1). A final line
+// about another command is refused, not taken as this one's exit.
 
 // Run runs cmd attached on c. Only package sandbox can make a c: call
 // (*sandbox.Sandbox).Run, which documents the behaviour.
@@ -160,7 +162,7 @@ type attachedRun struct {
 	silent   atomic.Bool
 	lastSeen atomic.Int64 // when output last came, or the caller's writer last returned
 	writing  atomic.Bool  // whether the caller's writer has the output
-	sent     delivered
+	sent     *delivered
 
 	mu   sync.Mutex
 	body io.Closer // the stream being read, which the inactivity timer closes
@@ -173,7 +175,8 @@ func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd
 		return nil, err
 	}
 	limit := captureLimit(cmd)
-	r := &attachedRun{c: c, cmd: cmd, sid: sid, stdout: capture.New(limit), stderr: capture.New(limit), began: time.Now()}
+	r := &attachedRun{c: c, cmd: cmd, sid: sid, stdout: capture.New(limit), stderr: capture.New(limit),
+		began: time.Now(), sent: newDelivered()}
 	r.track(resp.Body)
 
 	var timer *time.Timer
@@ -243,11 +246,15 @@ func (r *attachedRun) read(dec *cmdstream.Decoder) (final *wire.Command, started
 			if command.ExitCode == nil {
 				return nil, started, &apierr.StreamError{Code: "malformed_frame", Message: "finish line without an exit code", SessionID: r.sid, CommandID: r.cid}
 			}
+			if command.ID != r.cid {
+				return nil, started, otherCommand(r.sid, r.cid, "the final line")
+			}
 			return command, started, nil
 		case cmdstream.KindStdout, cmdstream.KindStderr:
 			if !started {
 				return nil, started, &apierr.StreamError{Code: "malformed_frame", Message: "log line before the command line", SessionID: r.sid}
 			}
+			r.sent.add(streamIndex(kind), data)
 			if err := r.write(kind, data); err != nil {
 				return nil, started, err
 			}
@@ -255,31 +262,39 @@ func (r *attachedRun) read(dec *cmdstream.Decoder) (final *wire.Command, started
 	}
 }
 
-// fail returns the error of a run that ended without an exit code.
+// fail returns the error of a run that ended without an exit code and,
+// once the command has started, its partial result: the output captured so
+// far, the ids to reattach with, and ExitCode -1.
 func (r *attachedRun) fail(ctx context.Context, err error, started bool) (*Result, error) {
+	var res *Result
+	if r.cid != "" {
+		res = r.partial()
+	}
 	switch {
 	case r.silent.Load():
-		ie := &InactivityError{CommandID: r.cid, SessionID: r.sid, Silence: r.cmd.InactivityTimeout, Result: r.partial()}
+		ie := &InactivityError{CommandID: r.cid, SessionID: r.sid, Silence: r.cmd.InactivityTimeout, Result: res}
 		if r.cid != "" {
 			kerr := r.kill(ctx)
 			ie.Killed, ie.KillErr = kerr == nil, kerr
+		} else {
+			ie.Result = r.partial()
 		}
-		return nil, ie
+		return res, ie
 	case ctx.Err() != nil:
 		if r.cmd.KillOnCancel && r.cid != "" {
 			if kerr := r.kill(ctx); kerr != nil {
-				return nil, fmt.Errorf("%w (killing command %s failed: %w)", ctx.Err(), r.cid, kerr)
+				return res, fmt.Errorf("%w (killing command %s failed: %w)", ctx.Err(), r.cid, kerr)
 			}
 		}
-		return nil, ctx.Err()
+		return res, ctx.Err()
 	case errors.Is(err, io.EOF):
 		what := "before the command finished"
 		if !started {
 			what = "before the command started"
 		}
-		return nil, cmdstream.EndedEarly(r.sid, r.cid, what)
+		return res, cmdstream.EndedEarly(r.sid, r.cid, what)
 	}
-	return nil, err
+	return res, err
 }
 
 // finish returns the result of a command that exited.
@@ -317,16 +332,15 @@ func (r *attachedRun) closeBody() {
 	}
 }
 
-// write passes output on to the caller's writer and keeps it. The
-// inactivity clock stops while the writer has it: a slow writer is not a
-// silent command.
+// write passes output on to the caller's writer and keeps it; whoever
+// read it has counted it as delivered. The inactivity clock stops while
+// the writer has it: a slow writer is not a silent command.
 func (r *attachedRun) write(k cmdstream.Kind, data []byte) error {
 	r.lastSeen.Store(time.Now().UnixNano())
-	w, cp, name, i := r.cmd.Stdout, r.stdout, "stdout", 0
+	w, cp, name := r.cmd.Stdout, r.stdout, "stdout"
 	if k == cmdstream.KindStderr {
-		w, cp, name, i = r.cmd.Stderr, r.stderr, "stderr", 1
+		w, cp, name = r.cmd.Stderr, r.stderr, "stderr"
 	}
-	r.sent[i] += int64(len(data))
 	_, _ = cp.Write(data)
 	if w == nil {
 		return nil

@@ -43,8 +43,9 @@ type (
 	StreamError = apierr.StreamError
 	// InputError is invalid input refused before any request.
 	InputError = apierr.InputError
-	// OutputLostError reports a finished command whose logs kept
-	// answering 404, with its exit code and the bytes delivered.
+	// OutputLostError reports output that cannot be delivered whole: the
+	// logs of a finished command kept answering 404, or a replay of them
+	// did not match what was delivered (Stream and Offset say where).
 	OutputLostError = apierr.OutputLostError
 	// DecodeError is a 2xx answer whose body could not be decoded.
 	DecodeError = apierr.DecodeError
@@ -87,8 +88,8 @@ var (
 	// ErrExecutableNotFound matches a command refused with
 	// executable_not_found: it never started, so it has no exit code.
 	ErrExecutableNotFound = apierr.ErrExecutableNotFound
-	// ErrOutputLost matches a finished command whose logs kept answering
-	// 404; see OutputLostError.
+	// ErrOutputLost matches output that cannot be delivered whole; see
+	// OutputLostError.
 	ErrOutputLost = apierr.ErrOutputLost
 )
 

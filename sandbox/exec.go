@@ -12,18 +12,27 @@ import (
 // the exit code and the captured output. A non-zero exit code gives the
 // result and an *command.ExitError. The command is sent once; it is never
 // re-sent after a failure that may have started it.
+//
+// A run that ends before its command does (ctx ends, InactivityTimeout
+// fires, a cut stream cannot be followed, output cannot be delivered
+// whole) returns, once the command has started, its partial result with
+// the error, as os/exec keeps its buffers: the output captured so far,
+// CommandID and SessionID to reattach with (see Attach), and ExitCode -1,
+// since the exit code is not known.
 func (s *Sandbox) Run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
 	return command.Run(ctx, s.conn, cmd)
 }
 
 // Output runs cmd attached and returns its captured stdout. A non-zero
-// exit code gives the output and an *command.ExitError.
+// exit code gives the output and an *command.ExitError; a run that ends
+// early (see Run) gives the stdout captured so far with its error.
 func (s *Sandbox) Output(ctx context.Context, cmd *command.Cmd) ([]byte, error) {
 	return command.Output(ctx, s.conn, cmd)
 }
 
 // CombinedOutput runs cmd attached and returns stdout and stderr
-// interleaved as they arrived, up to the capture limit.
+// interleaved as they arrived, up to the capture limit. A run that ends
+// early (see Run) gives the output captured so far with its error.
 func (s *Sandbox) CombinedOutput(ctx context.Context, cmd *command.Cmd) ([]byte, error) {
 	return command.CombinedOutput(ctx, s.conn, cmd)
 }

@@ -255,7 +255,6 @@ func TestRunInactivityTimeout(t *testing.T) {
 	cmd := &command.Cmd{Name: "agent"}
 	cmd.InactivityTimeout = 500 * time.Millisecond
 	res, err := sb.Run(ctxTimeout(t, 30*time.Second), cmd)
-	assert.Nil(t, res)
 	require.ErrorIs(t, err, command.ErrInactivity)
 	var ie *command.InactivityError
 	require.ErrorAs(t, err, &ie)
@@ -264,6 +263,7 @@ func TestRunInactivityTimeout(t *testing.T) {
 	assert.Equal(t, 500*time.Millisecond, ie.Silence)
 	require.NotNil(t, ie.Result)
 	assert.Equal(t, "thinking\n", string(ie.Result.Stdout), "output before the silence is kept")
+	assert.Same(t, ie.Result, res, "and returned as the result")
 
 	cmds := e.srv.Commands()
 	require.Len(t, cmds, 1)
@@ -291,8 +291,10 @@ func TestRunKillOnCancel(t *testing.T) {
 		cancel()
 	}()
 	res, err := sb.Run(ctx, cmd)
-	assert.Nil(t, res)
 	require.ErrorIs(t, err, context.Canceled)
+	require.NotNil(t, res, "the output so far travels with the error")
+	assert.Equal(t, -1, res.ExitCode, "no invented exit code")
+	assert.Equal(t, "listening\n", string(res.Stdout))
 
 	cmds := e.srv.Commands()
 	require.Len(t, cmds, 1)

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -202,7 +203,9 @@ func TestFaultResetMidStreamWithoutReattach(t *testing.T) {
 	cmd := &command.Cmd{Name: "job"}
 	cmd.Stdout = &out
 	res, err := sb.Run(t.Context(), cmd)
-	assert.Nil(t, res, "no invented exit code")
+	require.NotNil(t, res, "the output so far travels with the error")
+	assert.Equal(t, -1, res.ExitCode, "no invented exit code")
+	assert.Equal(t, "one\ntwo\n", string(res.Stdout))
 	var se *sandbox.StreamError
 	require.ErrorAs(t, err, &se)
 	assert.ErrorIs(t, err, sandbox.ErrStreamEnded)
@@ -238,7 +241,7 @@ func TestFaultStreamCutBeforeFinalFrame(t *testing.T) {
 	assert.Equal(t, "one\ntwo\nthree\n", out.String(), "nothing delivered twice")
 	assert.Equal(t, 1, e.srv.CommandCount())
 	assert.Len(t, requests(e.srv, "POST", "/cmd"), 1)
-	assert.Len(t, requests(e.srv, "GET", "/logs"), 1, "one re-attachment")
+	assert.Len(t, requests(e.srv, "GET", "/logs"), 2, "one re-attachment, and a reading that confirms the output complete")
 }
 
 func TestFaultLogStreamCutWhileRunning(t *testing.T) {
@@ -264,7 +267,7 @@ func TestFaultLogStreamCutWhileRunning(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"a\n", "b\n", "c\n"}, got, "each frame once, across the cut")
-	assert.Len(t, requests(e.srv, "GET", "/logs"), 2, "re-attached once")
+	assert.Len(t, requests(e.srv, "GET", "/logs"), 3, "re-attached once, then a reading that confirms the output complete")
 	r, err := h.Wait(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, 0, r.ExitCode)
@@ -287,13 +290,14 @@ func TestFaultStalledBodyFiresInactivityTimeout(t *testing.T) {
 	start := time.Now()
 	res, err := sb.Run(t.Context(), cmd)
 	assert.Less(t, time.Since(start), 10*time.Second)
-	assert.Nil(t, res)
 	require.ErrorIs(t, err, command.ErrInactivity)
 	var ie *command.InactivityError
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, 300*time.Millisecond, ie.Silence)
 	assert.Equal(t, sb.SessionID(), ie.SessionID)
 	require.NotNil(t, ie.Result)
+	assert.Same(t, ie.Result, res, "the partial result, returned too")
+	assert.Equal(t, -1, res.ExitCode)
 	assert.Equal(t, "one\n", string(ie.Result.Stdout))
 	assert.Equal(t, "one\n", out.String())
 	assert.Equal(t, 1, e.srv.CommandCount())
@@ -596,4 +600,190 @@ func TestFaultCancelAtEveryPhase(t *testing.T) {
 func TestFault10MinuteCommandThrough6MinuteEdge(t *testing.T) {
 	t.Parallel()
 	runThroughEdge(t, 10)
+}
+
+// A stream cut cleanly 0–3 s before its command ends. The edge ends a
+// stream as if it were complete (no final frame), and the command ends a
+// moment later: before the client sees the cut, at the client's first,
+// second or third request after it (the third comes once the client's
+// two-second grace for a server that closes a stream before it records
+// the exit is over). The command prints 40 numbered lines and its stream
+// is cut after the 20th; every call delivers each line once, or fails with
+// a typed error, and never returns half the output as a success.
+func TestFaultStreamCutCleanlyNearTheEnd(t *testing.T) {
+	t.Parallel()
+	ends := []struct {
+		name  string
+		after int // the request after the cut at which the command ends
+	}{{"BeforeTheCutIsSeen", 0}, {"AtTheFirstCheck", 1}, {"DuringTheGrace", 2}, {"AfterTheGrace", 3}}
+	calls := []struct {
+		name string
+		run  func(ctx context.Context, e *env, sb *sandbox.Sandbox, attach bool) (string, error)
+	}{
+		{"Run", runNumbered},
+		{"Logs", detachedNumbered(func(ctx context.Context, h *command.Handle) (string, error) {
+			var out bytes.Buffer
+			for ev, err := range h.Logs(ctx) {
+				if err != nil {
+					return out.String(), err
+				}
+				out.Write(ev.Data)
+			}
+			return out.String(), nil
+		})},
+		{"CopyOutput", detachedNumbered(func(ctx context.Context, h *command.Handle) (string, error) {
+			var out bytes.Buffer
+			err := h.CopyOutput(ctx, &out, nil)
+			return out.String(), err
+		})},
+		{"Output", detachedNumbered(func(ctx context.Context, h *command.Handle) (string, error) {
+			out, _, err := h.Output(ctx)
+			return string(out), err
+		})},
+	}
+	for _, end := range ends {
+		for _, call := range calls {
+			for _, attach := range []bool{false, true} {
+				if call.name == "Run" && attach {
+					continue
+				}
+				name := end.name + "/" + call.name
+				if call.name != "Run" {
+					name += map[bool]string{false: "/Started", true: "/Attached"}[attach]
+				}
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					x := &endAfterCut{after: end.after, release: make(chan struct{})}
+					e := newEnv(t, local.WithMiddleware(x.middleware))
+					e.handle("count", numberedSteps(x.release))
+					sb := e.create("")
+					if call.name == "Run" {
+						e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Cut: true, AfterFrames: 21, Times: 1})
+					}
+					cut := e.srv.Inject(fault.Fault{Method: "GET", Path: cmdPattern + "/*/logs", Cut: true, AfterFrames: 20, Times: 1})
+
+					got, err := call.run(ctxTimeout(t, time.Minute), e, sb, attach)
+					require.NoError(t, err)
+					assert.Equal(t, numbered(40), got, "every line once")
+					assert.Equal(t, 1, cut.Hits(), "the log stream was cut")
+					assert.True(t, x.ended(), "the command ended where the row says")
+					assert.Equal(t, 1, e.srv.CommandCount())
+				})
+			}
+		}
+	}
+}
+
+// numbered returns lines 1 to n, numbered.
+func numbered(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "line %02d\n", i)
+	}
+	return b.String()
+}
+
+// numberedSteps prints lines 1 to 21, waits for release, then prints
+// lines 22 to 40 and exits: a stream cut after 20 lines ends when the
+// 21st is written, while the command runs.
+func numberedSteps(release <-chan struct{}) sandboxtest.Steps {
+	var s sandboxtest.Steps
+	for i := 1; i <= 40; i++ {
+		if i == 22 {
+			s = s.Await(release)
+		}
+		s = s.Stdout(fmt.Sprintf("line %02d\n", i))
+	}
+	return s.Exit(0)
+}
+
+// runNumbered runs the numbered command attached.
+func runNumbered(ctx context.Context, e *env, sb *sandbox.Sandbox, _ bool) (string, error) {
+	var out bytes.Buffer
+	cmd := &command.Cmd{Name: "count"}
+	cmd.Stdout = &out
+	res, err := sb.Run(ctx, cmd)
+	if err == nil && string(res.Stdout) != out.String() {
+		return "", fmt.Errorf("captured %q, written %q", res.Stdout, out.String())
+	}
+	return out.String(), err
+}
+
+// detachedNumbered starts the numbered command detached and reads its
+// output through read, on the handle Start gave or on one from
+// Client.Attach.
+func detachedNumbered(read func(context.Context, *command.Handle) (string, error)) func(context.Context, *env, *sandbox.Sandbox, bool) (string, error) {
+	return func(ctx context.Context, e *env, sb *sandbox.Sandbox, attach bool) (string, error) {
+		h, err := sb.Start(ctx, &command.Cmd{Name: "count"})
+		if err != nil {
+			return "", err
+		}
+		if attach {
+			if h, err = e.c.Attach(h.Ref()); err != nil {
+				return "", err
+			}
+		}
+		return read(ctx, h)
+	}
+}
+
+// endAfterCut ends the numbered command at a chosen request: the first
+// log request is the one cut; the command ends just before it is served
+// (after 0) or just before the after-th request that follows it is.
+type endAfterCut struct {
+	after   int
+	release chan struct{}
+
+	mu    sync.Mutex
+	armed bool // the cut log request has come
+	seen  int  // requests since
+	fired bool
+}
+
+func (x *endAfterCut) middleware(s *local.Server, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if x.due(r) {
+			close(x.release)
+			// Serve the request only once the server has recorded the exit.
+			for !allDone(s) && r.Context().Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// due reports whether the command is to end before r is served.
+func (x *endAfterCut) due(r *http.Request) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.fired {
+		return false
+	}
+	if !x.armed {
+		if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/logs") {
+			return false
+		}
+		x.armed = true
+	} else {
+		x.seen++
+	}
+	x.fired = x.seen == x.after
+	return x.fired
+}
+
+func (x *endAfterCut) ended() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.fired
+}
+
+// allDone reports whether every command of s has finished.
+func allDone(s *local.Server) bool {
+	for _, c := range s.Commands() {
+		if c.Command.ExitCode == nil {
+			return false
+		}
+	}
+	return true
 }

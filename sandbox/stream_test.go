@@ -67,7 +67,9 @@ func TestRunStreamCutBeforeFinalFrameWithoutReattach(t *testing.T) {
 			cmd.Stdout = &out
 			res, err := sb.Run(t.Context(), cmd)
 			require.Error(t, err)
-			assert.Nil(t, res, "no invented result or exit code")
+			require.NotNil(t, res, "the output so far travels with the error")
+			assert.Equal(t, -1, res.ExitCode, "no invented exit code")
+			assert.Equal(t, "one\ntwo\n", string(res.Stdout))
 			assert.ErrorIs(t, err, sandbox.ErrStreamEnded)
 			var se *sandbox.StreamError
 			require.ErrorAs(t, err, &se)
@@ -127,7 +129,9 @@ func TestRunStreamErrorFrame(t *testing.T) {
 			cmd := &command.Cmd{Name: "echo"}
 			cmd.Stdout = &out
 			res, err := sb.Run(t.Context(), cmd)
-			assert.Nil(t, res)
+			require.NotNil(t, res, "the output so far travels with the error")
+			assert.Equal(t, -1, res.ExitCode, "no invented exit code")
+			assert.Equal(t, "partial\n", string(res.Stdout))
 			var se *sandbox.StreamError
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, code, se.Code)

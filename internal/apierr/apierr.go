@@ -31,26 +31,53 @@ var (
 	// ErrExecutableNotFound matches 400 executable_not_found: the command
 	// did not start, so it has no exit code.
 	ErrExecutableNotFound = errors.New("executable not found")
-	// ErrOutputLost matches OutputLostError: a finished command whose
-	// output the API no longer serves.
+	// ErrOutputLost matches OutputLostError: output of a command that
+	// cannot be delivered whole.
 	ErrOutputLost = errors.New("command output no longer available")
 )
 
-// OutputLostError reports that the logs of a finished command kept
-// answering 404 (hosted Vercel's logs race the command's cleanup), so
-// output beyond Delivered bytes may be missing. Nothing is invented: the
-// exit code is the one the API reported.
+// OutputLostError reports output of a command that cannot be delivered
+// whole, so output beyond what was delivered may be missing: the logs of a
+// finished command kept answering 404 (hosted Vercel's logs race the
+// command's cleanup), or a replay of the logs did not match the output
+// already delivered (it was shorter, or its bytes differ). Nothing is
+// invented: the exit code is the one the API reported, and a replay that
+// disagrees is not delivered.
 type OutputLostError struct {
 	SessionID string
 	CommandID string
-	ExitCode  int   // the command's exit code
-	Delivered int64 // output bytes delivered before the logs were lost
-	Err       error // the last answer of the logs endpoint
+	// ExitCode is the command's exit code, or -1 when it was not known
+	// to have finished.
+	ExitCode int
+	// Delivered counts the output bytes delivered, of both streams.
+	Delivered int64
+	// Stream is "stdout" or "stderr" when a replay of that stream did
+	// not match what was delivered of it; empty when the logs were lost.
+	Stream string
+	// Offset is the byte offset in Stream where the replay stopped
+	// matching: the replay's length when it ended short of what was
+	// delivered, or the length of the delivered output it differs from.
+	Offset int64
+	// Err is the last answer of the logs endpoint, if any.
+	Err error
 }
 
 func (e *OutputLostError) Error() string {
-	return fmt.Sprintf("vercel sandbox: output of command %s (session %s, exit code %d) no longer available after %d bytes: %v",
-		e.CommandID, e.SessionID, e.ExitCode, e.Delivered, e.Err)
+	var b strings.Builder
+	fmt.Fprintf(&b, "vercel sandbox: output of command %s (session %s", e.CommandID, e.SessionID)
+	if e.ExitCode >= 0 {
+		fmt.Fprintf(&b, ", exit code %d", e.ExitCode)
+	}
+	if e.Stream != "" {
+		fmt.Fprintf(&b, "): the log replay of %s does not match the output delivered, at byte %d; %d bytes delivered",
+			e.Stream, e.Offset, e.Delivered)
+	} else {
+		fmt.Fprintf(&b, ") no longer available after %d bytes", e.Delivered)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	return b.String()
 }
 
 // Unwrap returns the last answer of the logs endpoint.

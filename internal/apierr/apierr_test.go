@@ -58,3 +58,18 @@ func TestStreamAndInputErrors(t *testing.T) {
 	d := &DecodeError{Method: "GET", Path: "/p", StatusCode: 200, Err: errors.New("bad")}
 	assert.ErrorIs(t, d, ErrDecode)
 }
+
+func TestOutputLostErrorText(t *testing.T) {
+	t.Parallel()
+	gone := &Error{StatusCode: 404, Code: "not_found"}
+	lost := &OutputLostError{SessionID: "sbx_1", CommandID: "cmd_1", ExitCode: 0, Delivered: 12, Err: gone}
+	assert.ErrorIs(t, lost, ErrOutputLost)
+	assert.ErrorIs(t, lost, ErrNotFound)
+	assert.Contains(t, lost.Error(), "exit code 0")
+	assert.Contains(t, lost.Error(), "no longer available after 12 bytes")
+
+	differs := &OutputLostError{SessionID: "sbx_1", CommandID: "cmd_1", ExitCode: -1, Delivered: 9, Stream: "stderr", Offset: 4}
+	assert.ErrorIs(t, differs, ErrOutputLost)
+	assert.Contains(t, differs.Error(), "log replay of stderr does not match the output delivered, at byte 4")
+	assert.NotContains(t, differs.Error(), "exit code", "an unknown exit code is not printed")
+}

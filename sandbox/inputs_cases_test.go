@@ -40,7 +40,7 @@ const (
 // malformed, with the reason.
 var noInput = map[string]string{
 	"sandbox.Sandbox.Name": getter, "sandbox.Sandbox.Cwd": getter, "sandbox.Sandbox.Info": getter,
-	"sandbox.Sandbox.Routes": getter, "sandbox.Sandbox.Session": getter, "sandbox.Sandbox.SessionID": getter,
+	"sandbox.Sandbox.Routes": getter, "sandbox.Sandbox.Session": getter, "sandbox.Sandbox.Client": getter, "sandbox.Sandbox.SessionID": getter,
 	"sandbox.User.Name": getter, "sandbox.User.Home": getter, "sandbox.Session.ExpiresAt": getter,
 	"sandbox.Status.Terminal": getter, "sandbox.AllowAll": noArgs, "sandbox.DenyAll": noArgs,
 	"sandbox.DeleteOrphanSnapshots": noArgs, "sandbox.Sandbox.Refresh": noArgs, "sandbox.Sandbox.Resume": noArgs,

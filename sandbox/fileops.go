@@ -165,12 +165,12 @@ func (o fileOps) find(ctx context.Context, op, p, follow string, maxDepth int) (
 	if err != nil {
 		return nil, err
 	}
-	recs, perr := parseFind(out, p)
+	recs, perr := parseFind(out, p, maxDepth)
 	if perr != nil {
 		return nil, &fs.PathError{Op: op, Path: p, Err: perr}
 	}
-	if len(recs) == 0 || recs[0].rel != "" {
-		return nil, &fs.PathError{Op: op, Path: p, Err: errors.New("find did not report the starting point")}
+	if len(recs) == 0 {
+		return nil, &fs.PathError{Op: op, Path: p, Err: &ListingError{Reason: "find did not report the starting point"}}
 	}
 	return recs, nil
 }

@@ -63,7 +63,10 @@ type Cmd struct {
 	KillOnCancel bool
 }
 
-// Validate reports the first problem that would make the API refuse c.
+// Validate reports the first problem that would make the API refuse c, or
+// run another command than c. Every text of c travels as JSON: a NUL byte
+// or invalid UTF-8 (which JSON would carry as U+FFFD) in the name, an
+// argument, Env or Dir is refused.
 func (c *Cmd) Validate() error {
 	if c == nil {
 		return apierr.Invalid("Cmd", "nil command")
@@ -71,27 +74,27 @@ func (c *Cmd) Validate() error {
 	if strings.TrimSpace(c.Name) == "" {
 		return apierr.Invalid("Cmd.Name", "empty command name")
 	}
-	if strings.IndexByte(c.Name, 0) >= 0 {
-		return apierr.Invalid("Cmd.Name", "contains a NUL byte")
+	if r := wire.TextFault(c.Name); r != "" {
+		return apierr.Invalid("Cmd.Name", "%s", r)
 	}
 	for i, a := range c.Args {
-		if strings.IndexByte(a, 0) >= 0 {
-			return apierr.Invalid(fmt.Sprintf("Cmd.Args[%d]", i), "contains a NUL byte")
+		if r := wire.TextFault(a); r != "" {
+			return apierr.Invalid(fmt.Sprintf("Cmd.Args[%d]", i), "%s", r)
 		}
 	}
 	for k, v := range c.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
+		if k == "" || strings.IndexByte(k, '=') >= 0 || wire.TextFault(k) != "" {
 			return apierr.Invalid("Cmd.Env", "invalid variable name %q", k)
 		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return apierr.Invalid("Cmd.Env["+k+"]", "contains a NUL byte")
+		if r := wire.TextFault(v); r != "" {
+			return apierr.Invalid("Cmd.Env["+k+"]", "%s", r)
 		}
 	}
 	if n := wire.EnvPayloadSize(c.Env); n > wire.MaxEnvPayload {
 		return apierr.Invalid("Cmd.Env", "%d bytes as JSON, above the %d that hosted Vercel accepts", n, wire.MaxEnvPayload)
 	}
-	if strings.IndexByte(c.Dir, 0) >= 0 {
-		return apierr.Invalid("Cmd.Dir", "contains a NUL byte")
+	if r := wire.TextFault(c.Dir); r != "" {
+		return apierr.Invalid("Cmd.Dir", "%s", r)
 	}
 	switch {
 	case c.Timeout < 0:

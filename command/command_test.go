@@ -39,6 +39,13 @@ func TestValidate(t *testing.T) {
 		{"nul in arg", &command.Cmd{Name: "ls", Args: []string{"ok", "b\x00d"}}, "Cmd.Args[1]"},
 		{"bad env name", &command.Cmd{Name: "ls", Env: map[string]string{"A=B": "x"}}, "Cmd.Env"},
 		{"nul in env value", &command.Cmd{Name: "ls", Env: map[string]string{"A": "x\x00"}}, "Cmd.Env[A]"},
+		// JSON carries invalid UTF-8 as U+FFFD: another command would run.
+		{"invalid UTF-8 in name", &command.Cmd{Name: "ls\xff"}, "Cmd.Name"},
+		{"invalid UTF-8 in arg", &command.Cmd{Name: "rm", Args: []string{"--", "u/\xffx"}}, "Cmd.Args[1]"},
+		{"invalid UTF-8 in env name", &command.Cmd{Name: "ls", Env: map[string]string{"A\xc3": "x"}}, "Cmd.Env"},
+		{"invalid UTF-8 in env value", &command.Cmd{Name: "ls", Env: map[string]string{"A": "\xff"}}, "Cmd.Env[A]"},
+		{"invalid UTF-8 in dir", &command.Cmd{Name: "ls", Dir: "/tmp/\xff"}, "Cmd.Dir"},
+		{"nul in dir", &command.Cmd{Name: "ls", Dir: "/tmp/\x00"}, "Cmd.Dir"},
 		{"negative timeout", &command.Cmd{Name: "ls", Timeout: -time.Second}, "Cmd.Timeout"},
 		{"tiny timeout", &command.Cmd{Name: "ls", Timeout: 50 * time.Millisecond}, "Cmd.Timeout"},
 		{"negative inactivity", &command.Cmd{Name: "ls", InactivityTimeout: -1}, "Cmd.InactivityTimeout"},

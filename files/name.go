@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
 // archiveName returns the archive entry name of the sandbox path p, as the
@@ -19,11 +20,16 @@ import (
 // "../x" → "vercel/x".
 //
 // Paths use POSIX rules on every platform. cwd is only consulted when p is
-// relative. An empty p, a NUL byte, a relative p with a cwd that is not
-// absolute, and a path that resolves to "/" itself are refused with an
-// *apierr.InputError (errors.Is(err, apierr.ErrInvalidInput)), and so is a
-// path that names a directory: one that ends in "/", "/." or "/..", or is
-// "." or "..".
+// relative. An empty p, a NUL byte, invalid UTF-8, a relative p with a cwd
+// that is not absolute, and a path that resolves to "/" itself are refused
+// with an *apierr.InputError (errors.Is(err, apierr.ErrInvalidInput)), and
+// so is a path that names a directory: one that ends in "/", "/." or "/..",
+// or is "." or "..".
+//
+// A tar entry name is bytes, and could hold invalid UTF-8; it is refused
+// all the same, by the rule of every other path (wire.TextFault): the
+// calls that read, list or remove a file send its path as JSON text, so
+// none of them could name such a file again.
 func archiveName(cwd, p string) (string, error) {
 	name, field, reason := entryName(cwd, p)
 	if reason != "" {
@@ -35,11 +41,11 @@ func archiveName(cwd, p string) (string, error) {
 // entryName implements archiveName; on failure it returns the field at fault
 // ("path" or "cwd") and the reason.
 func entryName(cwd, p string) (name, field, reason string) {
-	switch {
-	case p == "":
+	if p == "" {
 		return "", "path", "empty path"
-	case strings.IndexByte(p, 0) >= 0:
-		return "", "path", "path contains a NUL byte"
+	}
+	if r := wire.TextFault(p); r != "" {
+		return "", "path", "path " + r
 	}
 	if base := p[strings.LastIndexByte(p, '/')+1:]; base == "" || base == "." || base == ".." {
 		return "", "path", "path " + quote(p) + " names a directory, not a file"
@@ -49,8 +55,8 @@ func entryName(cwd, p string) (name, field, reason string) {
 		switch {
 		case cwd == "":
 			return "", "cwd", "relative path " + quote(p) + " needs the session's working directory"
-		case strings.IndexByte(cwd, 0) >= 0:
-			return "", "cwd", "working directory contains a NUL byte"
+		case wire.TextFault(cwd) != "":
+			return "", "cwd", "working directory " + wire.TextFault(cwd)
 		case !path.IsAbs(cwd):
 			return "", "cwd", "working directory " + quote(cwd) + " is not absolute"
 		}

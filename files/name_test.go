@@ -68,6 +68,11 @@ func TestEntryNameErrors(t *testing.T) {
 		{"", "rel", "cwd"},
 		{"vercel/sandbox", "rel", "cwd"},
 		{"/a\x00", "rel", "cwd"},
+		// Every other call sends a path as JSON, which carries invalid
+		// UTF-8 as U+FFFD: no call could name such a file again.
+		{cwd, "u/\xffx", "path"},
+		{cwd, "/abs/\xc3", "path"},
+		{"/\xff", "rel", "cwd"},
 	}
 	for _, tt := range tests {
 		_, err := archiveName(tt.cwd, tt.p)

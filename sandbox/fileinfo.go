@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,22 @@ func (d dirEntry) Type() fs.FileMode          { return d.info.mode.Type() }
 func (d dirEntry) Info() (fs.FileInfo, error) { return d.info, nil }
 func (d dirEntry) String() string             { return fs.FormatDirEntry(d) }
 
+// ListingError is a listing (Stat, Lstat, ReadDir, Walk and the DirFS
+// view) in a form the sandbox's find never prints. Code in the sandbox can
+// forge one: a name that is not one path element ("", ".", "..", or one
+// holding "/") would lead a caller that joins it to the directory listed,
+// as fs.WalkDir does, out of that directory. Such a listing is refused
+// whole: nothing of it is returned.
+type ListingError struct {
+	Record int    // the record at fault, from 0 (the starting point)
+	Reason string // what is wrong with it
+}
+
+// Error implements error.
+func (e *ListingError) Error() string {
+	return fmt.Sprintf("vercel sandbox: listing refused at record %d: %s", e.Record, e.Reason)
+}
+
 // findFormat is the -printf format of every listing: each field ends with
 // a NUL, the one byte no file name or link target can hold, so names with
 // spaces, newlines or any other byte parse. The fields are, in order: type
@@ -71,25 +88,68 @@ type findRecord struct {
 	followed byte   // %Y: the type after following links
 }
 
-// parseFind splits find output made with findFormat. base is joined to
-// each record's relative path to fill FileStat.Path.
-func parseFind(out []byte, base string) ([]findRecord, error) {
+// parseFind splits find output made with findFormat, for the starting
+// point base listed down to maxDepth (-1: no limit). It refuses, with a
+// *ListingError, output that find never prints: the starting point first
+// and once, then paths below it of at most maxDepth elements, none of
+// them "", "." or "..", each once and after its directory, each named by
+// its last element. The starting point is named by the last element of
+// base, as os.Stat names a file, whatever the listing says.
+func parseFind(out []byte, base string, maxDepth int) ([]findRecord, error) {
 	fields := bytes.Split(out, []byte{0})
 	if len(fields) > 0 && len(fields[len(fields)-1]) == 0 {
 		fields = fields[:len(fields)-1]
 	}
 	if len(fields)%findFields != 0 {
-		return nil, fmt.Errorf("vercel sandbox: unexpected find output (%d fields)", len(fields))
+		return nil, &ListingError{Record: len(fields) / findFields, Reason: fmt.Sprintf("%d fields, not a whole number of records", len(fields))}
 	}
 	recs := make([]findRecord, 0, len(fields)/findFields)
+	// isDir holds every path listed, and whether it is a directory.
+	isDir := make(map[string]bool, len(fields)/findFields)
 	for i := 0; i < len(fields); i += findFields {
+		n := len(recs)
 		rec, err := parseRecord(fields[i:i+findFields], base)
 		if err != nil {
-			return nil, err
+			return nil, &ListingError{Record: n, Reason: fmt.Sprintf("a number does not parse: %.200s", err)}
 		}
+		if n == 0 {
+			if rec.rel != "" {
+				return nil, &ListingError{Record: 0, Reason: fmt.Sprintf("the first record, %.200q, is not the starting point", rec.rel)}
+			}
+			rec.info.name = path.Base(path.Clean(base))
+		} else if reason := belowFault(rec, isDir, maxDepth); reason != "" {
+			return nil, &ListingError{Record: n, Reason: reason}
+		}
+		isDir[rec.rel] = rec.info.IsDir()
 		recs = append(recs, rec)
 	}
 	return recs, nil
+}
+
+// belowFault reports why rec cannot be an entry below the starting point
+// of a listing down to maxDepth, given the paths listed before it, or ""
+// when it can.
+func belowFault(rec findRecord, isDir map[string]bool, maxDepth int) string {
+	rel, name := rec.rel, rec.info.name
+	elems := strings.Split(rel, "/")
+	for _, e := range elems {
+		if e == "" || e == "." || e == ".." {
+			return fmt.Sprintf("path %.200q is not a path below the starting point", rel)
+		}
+	}
+	switch dir := path.Dir(rel); {
+	case maxDepth >= 0 && len(elems) > maxDepth:
+		return fmt.Sprintf("path %.200q is deeper than the %d levels listed", rel, maxDepth)
+	case name != elems[len(elems)-1]:
+		return fmt.Sprintf("name %.200q is not the last element of its path %.200q", name, rel)
+	case dir == ".":
+	case !isDir[dir]:
+		return fmt.Sprintf("path %.200q does not follow its directory", rel)
+	}
+	if _, dup := isDir[rel]; dup {
+		return fmt.Sprintf("path %.200q is listed twice", rel)
+	}
+	return ""
 }
 
 func parseRecord(f [][]byte, base string) (findRecord, error) {
@@ -112,7 +172,7 @@ func parseRecord(f [][]byte, base string) (findRecord, error) {
 		fi.stat.Path = strings.TrimSuffix(base, "/") + "/" + rel
 	}
 	if p.err != nil {
-		return findRecord{}, fmt.Errorf("vercel sandbox: unexpected find output: %w", p.err)
+		return findRecord{}, p.err
 	}
 	var fol byte
 	if followed != "" {

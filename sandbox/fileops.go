@@ -15,6 +15,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
 // The file calls run the sandbox's own tools (find, mv, rm, ...), as the
@@ -129,10 +130,14 @@ func lastLine(s string) string {
 	return s
 }
 
-// checkPath refuses a path no command can take.
+// checkPath refuses, as an *InputError for field, a path that no call can
+// send as given: empty, or a text JSON cannot carry (wire.TextFault).
 func checkPath(field, p string) error {
-	if p == "" || strings.IndexByte(p, 0) >= 0 {
-		return apierr.Invalid(field, "empty or contains a NUL byte")
+	if p == "" {
+		return apierr.Invalid(field, "empty")
+	}
+	if r := wire.TextFault(p); r != "" {
+		return apierr.Invalid(field, "%s", r)
 	}
 	return nil
 }
@@ -160,12 +165,12 @@ func (o fileOps) find(ctx context.Context, op, p, follow string, maxDepth int) (
 	if err != nil {
 		return nil, err
 	}
-	recs, perr := parseFind(out, p)
+	recs, perr := parseFind(out, p, maxDepth)
 	if perr != nil {
 		return nil, &fs.PathError{Op: op, Path: p, Err: perr}
 	}
-	if len(recs) == 0 || recs[0].rel != "" {
-		return nil, &fs.PathError{Op: op, Path: p, Err: errors.New("find did not report the starting point")}
+	if len(recs) == 0 {
+		return nil, &fs.PathError{Op: op, Path: p, Err: &ListingError{Reason: "find did not report the starting point"}}
 	}
 	return recs, nil
 }
@@ -328,8 +333,11 @@ func (o fileOps) mkdirTemp(ctx context.Context, dir, pattern string) (string, er
 	if err := checkPath("dir", dir); err != nil {
 		return "", err
 	}
-	if strings.Contains(pattern, "/") || strings.IndexByte(pattern, 0) >= 0 {
-		return "", apierr.Invalid("pattern", "contains a path separator or a NUL byte")
+	if strings.Contains(pattern, "/") {
+		return "", apierr.Invalid("pattern", "contains a path separator")
+	}
+	if r := wire.TextFault(pattern); r != "" {
+		return "", apierr.Invalid("pattern", "%s", r)
 	}
 	prefix, suffix := pattern, ""
 	if i := strings.LastIndexByte(pattern, '*'); i >= 0 {

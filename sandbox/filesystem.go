@@ -16,6 +16,12 @@ import (
 // (and the syscall.Errno the sandbox's tool reported) and unwraps to the
 // *command.ExitError of the command. User has the same calls, run as that
 // user.
+//
+// What the sandbox prints is not trusted: a listing (Stat, ReadDir, Walk,
+// DirFS) whose names are not single path elements below the path listed
+// is refused whole with a *ListingError. A path or name that JSON cannot
+// carry as given (invalid UTF-8, a NUL byte) is refused with an
+// *InputError before any request.
 
 func (s *Sandbox) fileOps() fileOps {
 	return fileOps{run: s.Run, read: func(ctx context.Context, p string) ([]byte, error) {

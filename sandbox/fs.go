@@ -133,8 +133,8 @@ func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOption)
 	if err := checkPath("path", path); err != nil {
 		return nil, err
 	}
-	if strings.IndexByte(o.cwd, 0) >= 0 {
-		return nil, apierr.Invalid("cwd", "ReadCwd contains a NUL byte")
+	if r := wire.TextFault(o.cwd); r != "" {
+		return nil, apierr.Invalid("cwd", "ReadCwd %s", r)
 	}
 	var body io.ReadCloser
 	err := s.withSession(ctx, func(sid string) error {
@@ -226,8 +226,8 @@ func (s *Sandbox) DownloadFile(ctx context.Context, src, dst string, opts ...Rea
 // MkDir creates one directory; its parent must exist. Relative paths are
 // relative to the session's cwd.
 func (s *Sandbox) MkDir(ctx context.Context, path string) error {
-	if path == "" || strings.IndexByte(path, 0) >= 0 {
-		return apierr.Invalid("path", "empty or contains a NUL byte")
+	if err := checkPath("path", path); err != nil {
+		return err
 	}
 	return s.mkdir(ctx, wire.PathRequest{Path: path})
 }
@@ -236,8 +236,8 @@ func (s *Sandbox) MkDir(ctx context.Context, path string) error {
 // with recursive: true (no command runs). An existing directory is not an
 // error.
 func (s *Sandbox) MkDirAll(ctx context.Context, path string) error {
-	if path == "" || strings.IndexByte(path, 0) >= 0 {
-		return apierr.Invalid("path", "empty or contains a NUL byte")
+	if err := checkPath("path", path); err != nil {
+		return err
 	}
 	return s.mkdir(ctx, wire.PathRequest{Path: path, Recursive: true})
 }

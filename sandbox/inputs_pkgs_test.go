@@ -43,6 +43,10 @@ func filesCases() []inputCase {
 			return files.WriteTarGz(f.ctx, nil, "/", []files.Entry{files.FromString("a", "")})
 		}},
 		{entry: "files.FromBytes", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromBytes(nul, nil)) }},
+		{entry: "files.FromBytes", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromBytes(badUTF8, nil)) }},
+		{entry: "files.Validate", field: "cwd", call: func(*inputFixture) error {
+			return files.Validate("/\xff", []files.Entry{files.FromString("a", "")})
+		}},
 		{entry: "files.FromString", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromString("a/", "")) }},
 		{entry: "files.FromReader", field: "entries[0]", call: func(*inputFixture) error { return validate(files.FromReader("a", nil, 0)) }},
 		{entry: "files.FromReader", field: "entries[0].Size", call: func(*inputFixture) error {
@@ -73,7 +77,11 @@ type eofReader struct{}
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 func commandCases() []inputCase {
-	return []inputCase{
+	var cs []inputCase
+	for _, bc := range badCmds() {
+		cs = append(cs, inputCase{entry: "command.Cmd.Validate", field: bc.field, call: func(*inputFixture) error { return bc.cmd().Validate() }})
+	}
+	return append(cs, []inputCase{
 		{entry: "command.Cmd.Validate", field: "Cmd.Timeout", call: func(*inputFixture) error {
 			return (&command.Cmd{Name: "x", Timeout: -1}).Validate()
 		}},
@@ -85,7 +93,7 @@ func commandCases() []inputCase {
 		{entry: "command.ParseSignal", field: "signal", call: func(*inputFixture) error { return ignore(command.ParseSignal("SIGNOPE")) }},
 		{entry: "command.Handle.Kill", field: "sig", call: func(f *inputFixture) error { return f.h.Kill(f.ctx, -1) }},
 		{entry: "command.Handle.Terminate", field: "grace", call: func(f *inputFixture) error { return f.h.Terminate(f.ctx, -time.Second) }},
-	}
+	}...)
 }
 
 func ptyCases() []inputCase {

@@ -38,12 +38,16 @@ func newInputFixture(t *testing.T) *inputFixture {
 
 const nul = "a\x00b"
 
+// badUTF8 is a path that JSON cannot carry: encoding/json would send
+// "u/\uFFFDx", another path.
+const badUTF8 = "u/\xffx"
+
 var long = strings.Repeat("x", 300)
 
-// pathCases refuses "", a NUL byte and (when file) a path that names a
-// directory, for an entry point taking a sandbox path.
+// pathCases refuses "", a NUL byte, invalid UTF-8 and (when file) a path
+// that names a directory, for an entry point taking a sandbox path.
 func pathCases(entry, field string, file bool, call func(f *inputFixture, p string) error) []inputCase {
-	bad := []string{"", nul}
+	bad := []string{"", nul, badUTF8}
 	if file {
 		bad = append(bad, "a/", "dir/.", "dir/..", "/")
 	}
@@ -260,7 +264,6 @@ func sandboxCases() []inputCase {
 		{entry: "sandbox.Sandbox.DirFS", field: "dir", call: func(f *inputFixture) error {
 			return ignore(fs.ReadFile(f.sb.DirFS(f.ctx, ""), "a"))
 		}},
-		{entry: "sandbox.Sandbox.Walk", field: "path", call: func(f *inputFixture) error { return errOf(f.sb.Walk(f.ctx, "")) }},
 		{entry: "sandbox.Sandbox.Rename", field: "newpath", call: func(f *inputFixture) error { return f.sb.Rename(f.ctx, "a", "") }},
 		{entry: "sandbox.Sandbox.CopyFile", field: "dst", call: func(f *inputFixture) error { return f.sb.CopyFile(f.ctx, "a", nul) }},
 		{entry: "sandbox.Sandbox.Symlink", field: "oldname", call: func(f *inputFixture) error { return f.sb.Symlink(f.ctx, "", "b") }},
@@ -286,7 +289,6 @@ func sandboxCases() []inputCase {
 		{entry: "sandbox.User.DirFS", field: "dir", call: func(f *inputFixture) error {
 			return ignore(fs.ReadFile(f.user.DirFS(f.ctx, nul), "a"))
 		}},
-		{entry: "sandbox.User.Walk", field: "path", call: func(f *inputFixture) error { return errOf(f.user.Walk(f.ctx, nul)) }},
 		{entry: "sandbox.User.Rename", field: "newpath", call: func(f *inputFixture) error { return f.user.Rename(f.ctx, "a", "") }},
 		{entry: "sandbox.User.CopyFile", field: "dst", call: func(f *inputFixture) error { return f.user.CopyFile(f.ctx, "a", "") }},
 		{entry: "sandbox.User.Symlink", field: "oldname", call: func(f *inputFixture) error { return f.user.Symlink(f.ctx, nul, "b") }},
@@ -315,6 +317,8 @@ func sandboxCases() []inputCase {
 			func(f *inputFixture, p string) error { return ignore(f.user.Exists(f.ctx, p)) }},
 		{"ReadDir", false, func(f *inputFixture, p string) error { return ignore(f.sb.ReadDir(f.ctx, p)) },
 			func(f *inputFixture, p string) error { return ignore(f.user.ReadDir(f.ctx, p)) }},
+		{"Walk", false, func(f *inputFixture, p string) error { return errOf(f.sb.Walk(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return errOf(f.user.Walk(f.ctx, p)) }},
 		{"Readlink", false, func(f *inputFixture, p string) error { return ignore(f.sb.Readlink(f.ctx, p)) },
 			func(f *inputFixture, p string) error { return ignore(f.user.Readlink(f.ctx, p)) }},
 		{"Realpath", false, func(f *inputFixture, p string) error { return ignore(f.sb.Realpath(f.ctx, p)) },
@@ -337,6 +341,51 @@ func sandboxCases() []inputCase {
 		cs = append(cs, pathCases("sandbox.Sandbox."+pc.name, "path", pc.file, pc.sb)...)
 		cs = append(cs, pathCases("sandbox.User."+pc.name, "path", pc.file, pc.user)...)
 	}
+	// The second path of the calls that take two, and the other text they
+	// send as arguments.
+	for _, pc := range []pathCall{
+		{"Rename", false, func(f *inputFixture, p string) error { return f.sb.Rename(f.ctx, "a", p) },
+			func(f *inputFixture, p string) error { return f.user.Rename(f.ctx, "a", p) }},
+		{"CopyFile", false, func(f *inputFixture, p string) error { return f.sb.CopyFile(f.ctx, "a", p) },
+			func(f *inputFixture, p string) error { return f.user.CopyFile(f.ctx, "a", p) }},
+		{"Symlink", false, func(f *inputFixture, p string) error { return f.sb.Symlink(f.ctx, p, "b") },
+			func(f *inputFixture, p string) error { return f.user.Symlink(f.ctx, p, "b") }},
+		{"MkdirTemp", false, func(f *inputFixture, p string) error { return ignore(f.sb.MkdirTemp(f.ctx, p, "x")) },
+			func(f *inputFixture, p string) error { return ignore(f.user.MkdirTemp(f.ctx, p, "x")) }},
+		{"DirFS", false, func(f *inputFixture, p string) error { return ignore(fs.ReadFile(f.sb.DirFS(f.ctx, p), "a")) },
+			func(f *inputFixture, p string) error { return ignore(fs.ReadFile(f.user.DirFS(f.ctx, p), "a")) }},
+	} {
+		field := map[string]string{"Rename": "newpath", "CopyFile": "dst", "Symlink": "oldname", "MkdirTemp": "dir", "DirFS": "dir"}[pc.name]
+		cs = append(cs, inputCase{entry: "sandbox.Sandbox." + pc.name, field: field, call: func(f *inputFixture) error { return pc.sb(f, badUTF8) }},
+			inputCase{entry: "sandbox.User." + pc.name, field: field, call: func(f *inputFixture) error { return pc.user(f, badUTF8) }})
+	}
+	cs = append(cs,
+		inputCase{entry: "sandbox.Sandbox.MkdirTemp", field: "pattern", call: func(f *inputFixture) error {
+			return ignore(f.sb.MkdirTemp(f.ctx, "", "\xff*"))
+		}},
+		inputCase{entry: "sandbox.ReadCwd", field: "cwd", call: func(f *inputFixture) error {
+			return ignore(f.sb.ReadFileBytes(f.ctx, "a", sandbox.ReadCwd("/\xff")))
+		}},
+		// An fs.FS name is valid UTF-8 by the fs.FS contract (fs.ValidPath).
+		inputCase{entry: "sandbox.Sandbox.DirFS", is: fs.ErrInvalid, call: func(f *inputFixture) error {
+			return ignore(fs.ReadFile(f.sb.DirFS(f.ctx, "/d"), "\xff"))
+		}},
+		inputCase{entry: "sandbox.Sandbox.DirFS", is: fs.ErrInvalid, call: func(f *inputFixture) error {
+			return ignore(fs.ReadDir(f.sb.DirFS(f.ctx, "/d"), "\xff"))
+		}},
+		inputCase{entry: "sandbox.Sandbox.WriteFiles", field: "entries[0].Path", call: func(f *inputFixture) error {
+			return f.sb.WriteFiles(f.ctx, []files.Entry{files.FromString(badUTF8, "")})
+		}},
+	)
+	// Every text of a command travels as JSON.
+	for _, bc := range badCmds() {
+		cs = append(cs,
+			inputCase{entry: "sandbox.Sandbox.Run", field: bc.field, call: func(f *inputFixture) error { return ignore(f.sb.Run(f.ctx, bc.cmd())) }},
+			inputCase{entry: "sandbox.Sandbox.Start", field: bc.field, call: func(f *inputFixture) error { return ignore(f.sb.Start(f.ctx, bc.cmd())) }},
+			inputCase{entry: "sandbox.User.Run", field: bc.field, call: func(f *inputFixture) error { return ignore(f.user.Run(f.ctx, bc.cmd())) }},
+			inputCase{entry: "sandbox.User.Output", field: bc.field, call: func(f *inputFixture) error { return ignore(f.user.Output(f.ctx, bc.cmd())) }},
+		)
+	}
 	cs = append(cs, pathCases("sandbox.Sandbox.MkDir", "path", false, func(f *inputFixture, p string) error { return f.sb.MkDir(f.ctx, p) })...)
 	cs = append(cs, pathCases("sandbox.Sandbox.MkDirAll", "path", false, func(f *inputFixture, p string) error { return f.sb.MkDirAll(f.ctx, p) })...)
 	cs = append(cs, pathCases("sandbox.Sandbox.DownloadFile", "path", false, func(f *inputFixture, p string) error {
@@ -346,3 +395,20 @@ func sandboxCases() []inputCase {
 }
 
 func ignore3[A, B any](_ A, _ B, err error) error { return err }
+
+// badCmd is a command with one text that JSON cannot carry, and the
+// field the refusal names.
+type badCmd struct {
+	field string
+	cmd   func() *command.Cmd
+}
+
+func badCmds() []badCmd {
+	return []badCmd{
+		{"Cmd.Name", func() *command.Cmd { return &command.Cmd{Name: "ls\xff"} }},
+		{"Cmd.Args[1]", func() *command.Cmd { return &command.Cmd{Name: "rm", Args: []string{"--", badUTF8}} }},
+		{"Cmd.Env", func() *command.Cmd { return &command.Cmd{Name: "env", Env: map[string]string{"K\xff": "v"}} }},
+		{"Cmd.Env[K]", func() *command.Cmd { return &command.Cmd{Name: "env", Env: map[string]string{"K": "\xff"}} }},
+		{"Cmd.Dir", func() *command.Cmd { return &command.Cmd{Name: "pwd", Dir: "/tmp/\xff"} }},
+	}
+}

@@ -52,13 +52,23 @@ func (u *User) Name() string { return u.name }
 // its relative paths point.
 func (u *User) Home() string { return u.home }
 
-// userScript changes to the directory in $1 and runs the rest.
-const userScript = `cd "$1" || exit 1; shift; exec "$@"`
+// userScript changes to the directory in $1 and runs the rest. "--" ends
+// exec's options: a command named "-a", "-c" or "--help" is the program
+// to run, not an option of exec.
+const userScript = `cd "$1" || exit 1; shift; exec -- "$@"`
 
 // asUser rewrites cmd to run as the user: sudo resets the environment,
 // so cmd.Env is handed over through env(1), and the working directory
 // (cmd.Dir, or the home directory) is entered by a fixed script that gets
 // every value as an argument. A Cmd with Sudo set runs as root, unchanged.
+//
+// Whatever its name, the command must run as itself, as through
+// Sandbox.Run. cd reads "-" as the previous directory and looks other
+// relative names up in CDPATH, so a relative directory is given as
+// "./dir". env(1) takes every word holding "=" as one more variable, and
+// has no way to end them, so a name holding "=" follows "nice -n 0 --",
+// which changes nothing and runs the word after "--" as it is; nice is
+// named by its path, which cmd.Env's PATH cannot hide.
 func (u *User) asUser(cmd *command.Cmd) *command.Cmd {
 	if cmd == nil || cmd.Sudo {
 		return cmd
@@ -68,11 +78,17 @@ func (u *User) asUser(cmd *command.Cmd) *command.Cmd {
 	if dir == "" {
 		dir = u.home
 	}
+	if !strings.HasPrefix(dir, "/") {
+		dir = "./" + dir
+	}
 	args := []string{"-u", u.name, "--", "bash", "-c", userScript, "bash", dir}
 	if len(cmd.Env) > 0 {
 		args = append(args, "env", "--")
 		for _, k := range slices.Sorted(maps.Keys(cmd.Env)) {
 			args = append(args, k+"="+cmd.Env[k])
+		}
+		if strings.Contains(cmd.Name, "=") {
+			args = append(args, "/usr/bin/nice", "-n", "0", "--")
 		}
 	}
 	w.Name, w.Args, w.Env, w.Dir = "sudo", append(append(args, cmd.Name), cmd.Args...), nil, ""

@@ -116,9 +116,20 @@ func TestUserRunsCommandsAsItself(t *testing.T) {
 			sudo = c
 		}
 	}
-	require.Equal(t, []string{"-u", "alice", "--", "bash", "-c", `cd "$1" || exit 1; shift; exec "$@"`, "bash", "/tmp",
-		"env", "--", "A=1", "B=2", "printenv"}, sudo.Args, "the official SDK's sudo line; env survives sudo")
+	require.Equal(t, []string{"-u", "alice", "--", "bash", "-c", `cd "$1" || exit 1; shift; exec -- "$@"`, "bash", "/tmp",
+		"env", "--", "A=1", "B=2", "printenv"}, sudo.Args, "the official SDK's sudo line, exec's options ended; env survives sudo")
 	require.False(t, sudo.Sudo)
+
+	// The fake reads the line as env(1) does: a name holding "=" is the
+	// command, not one more variable.
+	e.handle("X=1", sandboxtest.Reply{})
+	_, err = alice.Run(ctx, &command.Cmd{Name: "X=1", Args: []string{"-a"}, Env: map[string]string{"K": "v"}, Dir: "/tmp"})
+	require.NoError(t, err)
+	calls = e.script.Calls()
+	last = calls[len(calls)-1]
+	require.Equal(t, "X=1", last.Name)
+	require.Equal(t, []string{"-a"}, last.Args)
+	require.Equal(t, "v", last.Env["K"])
 
 	root, err := sb.AsUser("root")
 	require.NoError(t, err)

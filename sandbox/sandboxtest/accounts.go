@@ -197,13 +197,16 @@ func (a *Accounts) id(cmd *local.Cmd, names []string) (int, string) {
 }
 
 // userCommand is a command a sandbox.User wraps in sudo -u USER -- bash
-// -c SCRIPT bash DIR [env -- K=V...] NAME ARGS...
+// -c SCRIPT bash DIR [env -- K=V... [/usr/bin/nice -n 0 --]] NAME ARGS...
 type userCommand struct {
 	user, dir string
 	inner     local.Cmd // the wrapped command, Cwd set to DIR
 }
 
 // parseUserCommand unwraps cmd, reporting false for any other sudo line.
+// It reads the line as env(1) does: the variables end at the first word
+// without "=", and /usr/bin/nice -n 0 -- before a name holding "="
+// changes nothing.
 func parseUserCommand(cmd *local.Cmd) (userCommand, bool) {
 	args := cmd.Args
 	if len(args) < 9 || args[0] != "-u" || args[2] != "--" || args[3] != "bash" {
@@ -212,16 +215,19 @@ func parseUserCommand(cmd *local.Cmd) (userCommand, bool) {
 	uc := userCommand{user: args[1], dir: args[7], inner: *cmd}
 	rest := args[8:]
 	env := maps.Clone(cmd.Env)
-	if rest[0] == "env" {
-		rest = rest[1:]
-		for len(rest) > 0 && (rest[0] == "--" || strings.Contains(rest[0], "=")) {
-			if k, v, ok := strings.Cut(rest[0], "="); ok {
-				if env == nil {
-					env = map[string]string{}
-				}
-				env[k] = v
+	if len(rest) > 1 && rest[0] == "env" && rest[1] == "--" {
+		for rest = rest[2:]; len(rest) > 0; rest = rest[1:] {
+			k, v, ok := strings.Cut(rest[0], "=")
+			if !ok {
+				break
 			}
-			rest = rest[1:]
+			if env == nil {
+				env = map[string]string{}
+			}
+			env[k] = v
+		}
+		if len(rest) > 4 && slices.Equal(rest[:4], []string{"/usr/bin/nice", "-n", "0", "--"}) {
+			rest = rest[4:]
 		}
 	}
 	if len(rest) == 0 {

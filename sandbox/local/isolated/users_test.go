@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
@@ -95,4 +96,43 @@ func TestUsers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(hostPasswd), string(after), "the host's /etc/passwd is untouched")
 	assert.NotContains(t, string(after), "alice")
+}
+
+// TestUserRunsTheProgramOfThatName: a command a User runs is the program
+// of that name, run as the user, whatever the name looks like: not an
+// option of sudo's script ("-a", "-c", "--help") nor one more variable of
+// env(1) ("X=1").
+func TestUserRunsTheProgramOfThatName(t *testing.T) {
+	t.Parallel()
+	iso := newIsolated(t)
+	if ok, why := iso.Users(); !ok {
+		t.Skipf("SKIPPED: no users in sandboxes here: %s", why)
+	}
+	srv := sandboxtest.NewServer(t, local.WithExecutor(iso), local.WithDir(t.TempDir()))
+	ctx := t.Context()
+	sb, err := srv.Client().Create(ctx, sandbox.CreateParams{Name: "names"})
+	require.NoError(t, err)
+	u, err := sb.CreateUser(ctx, "alice")
+	require.NoError(t, err)
+	names := []string{"-a", "-c", "X=1", "--help"}
+	var progs []files.Entry
+	for _, n := range names {
+		progs = append(progs, files.FromString("bin/"+n, "#!/bin/sh\necho \"ran ${0##*/} as $(id -un) $*\"\n").WithMode(0o755))
+	}
+	require.NoError(t, u.WriteFiles(ctx, progs))
+
+	path := map[string]string{"PATH": "/home/alice/bin:/usr/bin:/bin"}
+	for _, n := range names {
+		out, err := u.Output(ctx, &command.Cmd{Name: n, Args: []string{"x"}, Env: path})
+		if assert.NoError(t, err, "%q", n) {
+			assert.Equal(t, "ran "+n+" as alice x\n", string(out), "the program named %q ran, as the user", n)
+		}
+		// Without a PATH that finds it, the name is looked up as it is.
+		_, err = u.Output(ctx, &command.Cmd{Name: n, Args: []string{"true"}})
+		var exit *command.ExitError
+		if assert.ErrorAs(t, err, &exit, "%q", n) {
+			assert.Equal(t, 127, exit.ExitCode, "%q", n)
+			assert.Contains(t, string(exit.Stderr), n+": not found", "%q", n)
+		}
+	}
 }

@@ -7,5 +7,7 @@
 //
 //	SANDBOX_SOAK=2m go test ./sandbox/internal/soak -run TestSoak -v
 //
-// SANDBOX_SOAK_SEED repeats the random choices of an earlier run.
+// SANDBOX_SOAK_SEED repeats the random choices of an earlier run, and
+// SANDBOX_SOAK_FAULTS (such as cut-clean,expire) narrows the kinds of
+// faults to those named.
 package soak

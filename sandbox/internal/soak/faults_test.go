@@ -31,7 +31,8 @@ func endpoints(kind opKind, sessionID, sandboxName string) []endpoint {
 	)
 }
 
-// faultKinds are the faults a worker draws from.
+// faultKinds are the faults a worker draws from, unless SANDBOX_SOAK_FAULTS
+// names some of them.
 var faultKinds = []string{"5xx", "429", "429-retry-after", "reset", "cut-dirty", "cut-clean", "stall", "latency", "expire", "expire-token"}
 
 // drawFaults draws 0 to 3 faults for one operation.
@@ -41,7 +42,7 @@ func (w *worker) drawFaults(kind opKind, sessionID, sandboxName string) []fault.
 	var out []fault.Fault
 	for range n {
 		ep := eps[w.rng.IntN(len(eps))]
-		out = append(out, w.fault(faultKinds[w.rng.IntN(len(faultKinds))], ep))
+		out = append(out, w.fault(w.o.faultKinds[w.rng.IntN(len(w.o.faultKinds))], ep))
 	}
 	return out
 }

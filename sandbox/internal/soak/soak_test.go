@@ -47,8 +47,10 @@ type options struct {
 	duration time.Duration
 	workers  int
 	seed     uint64
-	faults   bool     // inject random faults
-	ops      []opKind // the operations drawn from, with repetitions as weights
+	faults   bool // inject random faults
+	// faultKinds are the kinds of faults drawn from (see faultKinds).
+	faultKinds []string
+	ops        []opKind // the operations drawn from, with repetitions as weights
 	// middleware, if set, is put in every client: the tests of the soak
 	// itself use it to sabotage what the client receives.
 	middleware sandbox.Middleware
@@ -75,8 +77,18 @@ func TestSoak(t *testing.T) {
 			t.Fatalf("SANDBOX_SOAK_SEED=%q: %v", s, err)
 		}
 	}
+	kinds := faultKinds
+	if s := os.Getenv("SANDBOX_SOAK_FAULTS"); s != "" {
+		kinds = strings.Split(s, ",")
+		for _, k := range kinds {
+			if !slices.Contains(faultKinds, k) {
+				t.Fatalf("SANDBOX_SOAK_FAULTS: unknown kind %q; the kinds are %s", k, strings.Join(faultKinds, ","))
+			}
+		}
+	}
 	t.Logf("seed %d: SANDBOX_SOAK_SEED=%d repeats its choices", seed, seed)
-	rep := runSoak(t, options{duration: d, workers: defaultWorkers, seed: seed, faults: true, ops: allOps, resources: true})
+	rep := runSoak(t, options{duration: d, workers: defaultWorkers, seed: seed, faults: true, faultKinds: kinds,
+		ops: allOps, resources: true})
 	t.Log(rep.summary())
 	t.Log(rep.details())
 	t.Log("an example of each kind of error:\n" + rep.tl.exampleList())

@@ -22,13 +22,17 @@ import (
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 )
 
-// The soak: workers sandboxes at once, each a worker that runs rounds
-// (create a sandbox, run 6 to 14 operations, count the commands' runs,
-// delete it) until the duration is over. Before each operation the worker
-// draws 0 to 3 faults, narrowed to its own session, from its own random
-// stream, and removes them after: the seed repeats every choice, though
-// not the interleaving of the workers. Every fourth worker's client has
-// re-attachment disabled, so cut streams end in ErrStreamEnded there.
+// The soak: 12 workers at once, each running rounds (create a sandbox,
+// run 6 to 14 operations, count how often each command ran, delete it)
+// until the duration is over. Before each operation a worker draws 0 to 3
+// faults from its own random stream, narrowed to its own session, and
+// removes them after; the server's own faults (the edge cutting streams
+// after a few seconds, the race of logs with a command's end, refusals of
+// fresh tokens) are drawn once. The seed repeats every choice, though not
+// the interleaving of the workers. The workers share two clients, so a
+// token one of them expires is renewed for all; every fourth worker uses
+// the one with re-attachment disabled, where cut streams end in
+// ErrStreamEnded.
 //
 // What the operations deliver is checked byte for byte. A call that
 // succeeds must deliver everything, once; a call that fails must have

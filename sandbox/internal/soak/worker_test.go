@@ -398,7 +398,7 @@ func classify(err error) string {
 	case errors.Is(err, sandbox.ErrGone):
 		return "gone"
 	case errors.As(err, &se):
-		return "stream-" + strings.ReplaceAll(se.Code, "_", "-")
+		return strings.ReplaceAll(se.Code, "_", "-")
 	case errors.Is(err, sandbox.ErrRateLimited):
 		return "rate-limited"
 	case errors.As(err, &ae):

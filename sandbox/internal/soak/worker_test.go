@@ -81,9 +81,11 @@ func (w *worker) run(ctx context.Context, b *barrier) {
 func (w *worker) round(ctx context.Context, n int) bool {
 	name := fmt.Sprintf("soak-w%02d-r%03d", w.id, n)
 	oc := opContext{w: w, desc: fmt.Sprintf("worker %d round %d (%s)", w.id, n, name)}
-	sb, err := w.c.Create(ctx, sandbox.CreateParams{Name: name})
-	if err != nil {
-		oc.fail("setup", "create, with no fault injected: %v", err)
+	var sb *sandbox.Sandbox
+	if !w.setup(ctx, oc, "create", func() (err error) {
+		sb, err = w.c.Create(ctx, sandbox.CreateParams{Name: name})
+		return err
+	}) {
 		return false
 	}
 	w.tl.add("rounds", 1)
@@ -96,10 +98,31 @@ func (w *worker) round(ctx context.Context, n int) bool {
 		w.op(ctx, rd, i)
 	}
 	w.verify(ctx, rd, oc)
-	if err := w.c.Delete(ctx, name); err != nil {
-		oc.fail("setup", "delete, with no fault injected: %v", err)
-	}
+	w.setup(ctx, oc, "delete", func() error { return w.c.Delete(ctx, name) })
 	return true
+}
+
+// setup makes a call of the round's own (create, delete), outside any
+// fault of this worker. The token it sends may still have been expired by
+// another worker's fault, and a fresh one refused as hosted Vercel briefly
+// refuses fresh tokens: those refusals (the call was not executed) are
+// counted and the call is made again, a few times. Anything else is a
+// violation. It reports whether the call succeeded.
+func (w *worker) setup(ctx context.Context, oc opContext, what string, call func() error) bool {
+	var err error
+	for range 5 {
+		if err = call(); err == nil {
+			return true
+		}
+		k := classify(err)
+		if k != "api-401" && k != "api-403" {
+			break
+		}
+		w.tl.add("errors.setup-"+k, 1)
+		time.Sleep(200 * time.Millisecond)
+	}
+	oc.fail("setup", "%s, with no fault of this worker injected: %v", what, err)
+	return false
 }
 
 // op runs one operation under the faults drawn for it.

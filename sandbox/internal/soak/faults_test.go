@@ -36,13 +36,28 @@ func endpoints(kind opKind, sessionID, sandboxName string) []endpoint {
 var faultKinds = []string{"5xx", "429", "429-retry-after", "reset", "cut-dirty", "cut-clean", "stall", "latency", "expire", "expire-token"}
 
 // drawFaults draws 0 to 3 faults for one operation.
+//
+// A clean cut is drawn at most once an operation, and fires once. The logs
+// endpoint has no final frame: a replay that ends cleanly is the whole
+// output unless a second reading goes further. Two clean cuts at the same
+// byte of a finished command's replay are its end to any client, so the
+// soak does not stage them; every loss it reports could have been seen.
+// (The edge cuts by time, so a second reading goes further.)
 func (w *worker) drawFaults(kind opKind, sessionID, sandboxName string) []fault.Fault {
 	n := []int{0, 1, 1, 1, 2, 2, 3}[w.rng.IntN(7)]
 	eps := endpoints(kind, sessionID, sandboxName)
 	var out []fault.Fault
+	clean := false
 	for range n {
 		ep := eps[w.rng.IntN(len(eps))]
-		out = append(out, w.fault(w.o.faultKinds[w.rng.IntN(len(w.o.faultKinds))], ep))
+		k := w.o.faultKinds[w.rng.IntN(len(w.o.faultKinds))]
+		if k == "cut-clean" {
+			if clean {
+				continue
+			}
+			clean = true
+		}
+		out = append(out, w.fault(k, ep))
 	}
 	return out
 }
@@ -67,7 +82,7 @@ func (w *worker) fault(kind string, ep endpoint) fault.Fault {
 	case "cut-dirty":
 		f.Reset, f.AfterFrames, f.Times = fault.ResetAfterHeaders, w.frames(), 1+w.rng.IntN(2)
 	case "cut-clean":
-		f.Cut, f.AfterFrames, f.Times = true, w.frames(), 1+w.rng.IntN(2)
+		f.Cut, f.AfterFrames = true, w.frames()
 	case "stall":
 		f.Stall, f.AfterFrames = w.pause(), w.frames()
 	case "latency":

@@ -158,7 +158,13 @@ func (d *Decoder) next() (Frame, error) {
 		if d.rerr != nil {
 			line := d.buf[d.start:d.end]
 			d.start = d.end
-			if f, ok, err := d.line(line); ok || err != nil {
+			f, ok, err := d.line(line)
+			if err != nil && d.rerr != io.EOF {
+				// A read that failed inside the line cut it short: the
+				// stream was cut, as cut says of a long line.
+				return Frame{}, d.ended()
+			}
+			if ok || err != nil {
 				return f, err
 			}
 			return Frame{}, d.ended()

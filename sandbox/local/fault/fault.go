@@ -1,7 +1,7 @@
 // Package fault injects failures into the answers of a local Vercel
 // Sandbox API (package sandbox/local): error statuses, 429s with
 // Retry-After, latency, connection resets, NDJSON streams cut after N
-// frames, stalled bodies and sessions that expire mid-work. It holds the
+// frames, stalled bodies, and sessions and tokens that expire mid-work. It holds the
 // Fault model with its text and JSON forms, the Injector that applies
 // faults as a local.Middleware, and the control endpoint that lets tests
 // in other languages manage faults over HTTP.
@@ -76,7 +76,13 @@ func (m ResetMode) String() string {
 //     so the real handler answers 410 sandbox_stopped. With AfterHandler the
 //     session expires after the real handler ran, so the next call gets the
 //     410.
-//  3. The answer. With Status or Body, the server answers with that status
+//  3. ExpireToken: the bearer token of the request expires. Every request
+//     that carries it from then on, on any path, is refused as hosted
+//     Vercel refuses an expired token: 403 forbidden with invalidToken
+//     (the answer the client's credential refresh looks for), before any
+//     other fault or handler. Without AfterHandler this request is the
+//     first one refused; with it, the real answer goes out first.
+//  4. The answer. With Status or Body, the server answers with that status
 //     and either Body or the API's JSON error envelope
 //     {"error":{"code":Code,"message":Message}}, plus a Retry-After header
 //     when RetryAfter is set; the real handler does not run, so a command
@@ -122,6 +128,7 @@ func (m ResetMode) String() string {
 //	cut[=N]           end the body cleanly after N lines (default 0)
 //	stall=D           stall the body for the Go duration D
 //	expire            expire the session the path names
+//	expire-token      expire the bearer token of the request
 //	after-handler     run the real handler first, then answer with the fault
 //	body=S            answer with this body instead of the error envelope
 //	content-type=S    content type of Body (default application/json)
@@ -189,6 +196,10 @@ type Fault struct {
 
 	// Expire expires the session the path names (see the Fault doc).
 	Expire bool
+	// ExpireToken expires the bearer token of the request: it is refused
+	// from then on (see the Fault doc). The injector remembers the 1,024
+	// tokens expired last.
+	ExpireToken bool
 	// AfterHandler runs the real handler to its end before the fault's
 	// answer (Status, Body or a reset) replaces its own.
 	AfterHandler bool
@@ -235,16 +246,18 @@ func (f Fault) Validate() error {
 	answers := f.Status != 0 || f.Body != ""
 	bodyFault := f.Cut || f.Stall > 0
 	switch {
+	case f.ExpireToken && (answers || bodyFault || f.Reset != NoReset):
+		return invalidFault("expire-token answers as an expired token is answered; drop the status, body, cut, stall and reset")
 	case bodyFault && f.AfterHandler:
 		return invalidFault("cut and stall cannot be combined with after-handler")
 	case (f.RetryAfter > 0 || f.Code != "" || f.Message != "") && !answers:
 		return invalidFault("code, message and retry-after need a status")
 	case f.ContentType != "" && f.Body == "":
 		return invalidFault("content-type needs a body")
-	case f.AfterHandler && !answers && f.Reset == NoReset && !f.Expire:
-		return invalidFault("after-handler needs a status, body, reset or expire")
-	case !answers && !bodyFault && f.Reset == NoReset && f.Latency == 0 && !f.Expire:
-		return invalidFault("the fault does nothing: set a status, body, reset, cut, stall, latency or expire")
+	case f.AfterHandler && !answers && f.Reset == NoReset && !f.Expire && !f.ExpireToken:
+		return invalidFault("after-handler needs a status, body, reset, expire or expire-token")
+	case !answers && !bodyFault && f.Reset == NoReset && f.Latency == 0 && !f.Expire && !f.ExpireToken:
+		return invalidFault("the fault does nothing: set a status, body, reset, cut, stall, latency, expire or expire-token")
 	case bodyFault && answers:
 		return invalidFault("cut and stall shape the real handler's answer; they cannot be combined with a status or body")
 	case f.Cut && f.Reset != NoReset:

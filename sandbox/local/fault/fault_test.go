@@ -542,7 +542,7 @@ func TestFaultConcurrentTimes(t *testing.T) {
 func TestInjectPanicsOnInvalidFault(t *testing.T) {
 	t.Parallel()
 	srv := sandboxtest.NewServer(t)
-	assert.PanicsWithError(t, "fault: invalid fault: the fault does nothing: set a status, body, reset, cut, stall, latency or expire", func() {
+	assert.PanicsWithError(t, "fault: invalid fault: the fault does nothing: set a status, body, reset, cut, stall, latency, expire or expire-token", func() {
 		srv.Inject(fault.Fault{Path: "/v2/sandboxes"})
 	})
 }
@@ -610,6 +610,7 @@ func FuzzParseFault(f *testing.F) {
 	f.Add("POST /v2/sandboxes/sessions/*/cmd status=500 times=1")
 	f.Add(`* * status=429 retry-after=60 message="slow down"`)
 	f.Add("GET /a cut=2 latency=1ms p=0.5")
+	f.Add("POST /cmd expire-token after-handler times=1")
 	f.Add(`GET /a body="{\"x\":" content-type=text/plain`)
 	f.Fuzz(func(t *testing.T, text string) {
 		got, err := fault.Parse(text)

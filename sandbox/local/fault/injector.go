@@ -52,6 +52,11 @@ type Injector struct {
 	list   []*Handle
 	nextID int64
 	rng    *rand.Rand // from the server, when installed
+
+	// expired maps each token expired by an ExpireToken fault to the
+	// fault's text form; expiredOrder lists them, the oldest first.
+	expired      map[string]string
+	expiredOrder []string
 }
 
 // NewInjector returns an injector with no faults.
@@ -135,6 +140,11 @@ func (in *Injector) middleware(srv *local.Server, next http.Handler) http.Handle
 	in.rng = srv.Rand(randStream)
 	in.mu.Unlock()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if text, ok := in.expiredBy(bearer(r)); ok {
+			local.NoteFault(r, text)
+			refuseToken(w)
+			return
+		}
 		if h := in.match(r); h != nil {
 			serveFault(srv, next, w, r, h)
 			return

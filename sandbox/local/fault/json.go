@@ -26,6 +26,7 @@ type faultJSON struct {
 	Stall        duration `json:"stall,omitempty"`
 	AfterFrames  int      `json:"afterFrames,omitempty"`
 	Expire       bool     `json:"expire,omitempty"`
+	ExpireToken  bool     `json:"expireToken,omitempty"`
 	AfterHandler bool     `json:"afterHandler,omitempty"`
 }
 
@@ -58,14 +59,14 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON encodes f as a JSON object with the keys method, path,
 // status, code, message, retryAfter, body, contentType, times,
 // probability, latency, reset ("before" or "after"), cut, stall,
-// afterFrames, expire and afterHandler. Durations are Go duration strings.
+// afterFrames, expire, expireToken and afterHandler. Durations are Go duration strings.
 func (f Fault) MarshalJSON() ([]byte, error) {
 	return json.Marshal(faultJSON{
 		Method: f.Method, Path: f.Path, Status: f.Status, Code: f.Code, Message: f.Message,
 		RetryAfter: duration(f.RetryAfter), Body: f.Body, ContentType: f.ContentType,
 		Times: f.Times, Probability: f.Probability, Latency: duration(f.Latency),
 		Reset: f.Reset.String(), Cut: f.Cut, Stall: duration(f.Stall), AfterFrames: f.AfterFrames,
-		Expire: f.Expire, AfterHandler: f.AfterHandler,
+		Expire: f.Expire, ExpireToken: f.ExpireToken, AfterHandler: f.AfterHandler,
 	})
 }
 
@@ -84,7 +85,7 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 		RetryAfter: time.Duration(j.RetryAfter), Body: j.Body, ContentType: j.ContentType,
 		Times: j.Times, Probability: j.Probability, Latency: time.Duration(j.Latency),
 		Cut: j.Cut, Stall: time.Duration(j.Stall), AfterFrames: j.AfterFrames,
-		Expire: j.Expire, AfterHandler: j.AfterHandler,
+		Expire: j.Expire, ExpireToken: j.ExpireToken, AfterHandler: j.AfterHandler,
 	}
 	switch j.Reset {
 	case "":

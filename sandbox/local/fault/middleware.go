@@ -26,6 +26,11 @@ func serveFault(srv *local.Server, next http.Handler, w http.ResponseWriter, r *
 	if f.Expire && !f.AfterHandler {
 		expireNamed(srv, r.URL.Path)
 	}
+	if f.ExpireToken && !f.AfterHandler {
+		h.in.expireToken(bearer(r), h.txt)
+		refuseToken(w)
+		return
+	}
 	if f.AfterHandler {
 		// The real handler runs to its end; its answer is discarded.
 		dw := &captureWriter{h: http.Header{}}
@@ -33,13 +38,17 @@ func serveFault(srv *local.Server, next http.Handler, w http.ResponseWriter, r *
 		if f.Expire {
 			expireNamed(srv, r.URL.Path)
 		}
+		if f.ExpireToken {
+			h.in.expireToken(bearer(r), h.txt)
+		}
 		switch {
 		case f.status() != 0:
 			writeFaultAnswer(w, f)
 		case f.Reset == ResetBeforeHeaders:
 			resetConn(w, false)
 		default:
-			// Expire only: the real answer goes out as it was captured.
+			// Expire or ExpireToken only: the real answer goes out as it
+			// was captured.
 			writeCaptured(w, dw.status, dw.h, dw.buf.Bytes())
 		}
 		return

@@ -66,6 +66,9 @@ func (f Fault) String() string {
 	if f.Expire {
 		kv("expire", "")
 	}
+	if f.ExpireToken {
+		kv("expire-token", "")
+	}
 	if f.AfterHandler {
 		kv("after-handler", "")
 	}
@@ -88,7 +91,7 @@ func quoteValue(v string) string {
 }
 
 // flagKeys are the keys of the text form that may stand without a value.
-var flagKeys = map[string]bool{"cut": true, "expire": true, "after-handler": true}
+var flagKeys = map[string]bool{"cut": true, "expire": true, "expire-token": true, "after-handler": true}
 
 // Parse reads a fault in the text form described in the Fault
 // documentation, such as
@@ -204,7 +207,7 @@ func (f *Fault) set(k, v string, hasValue bool) error {
 		}
 	case "stall":
 		f.Stall = dur()
-	case "expire", "after-handler":
+	case "expire", "expire-token", "after-handler":
 		on := true
 		if hasValue {
 			on, err = strconv.ParseBool(v)
@@ -212,9 +215,12 @@ func (f *Fault) set(k, v string, hasValue bool) error {
 				err = invalidFault("%s=%q is not a boolean", k, v)
 			}
 		}
-		if k == "expire" {
+		switch k {
+		case "expire":
 			f.Expire = on
-		} else {
+		case "expire-token":
+			f.ExpireToken = on
+		default:
 			f.AfterHandler = on
 		}
 	default:

@@ -26,11 +26,12 @@ import (
 // nothing new back off, so a server that keeps cutting is not hammered.
 //
 // The logs endpoint has no final frame, and the edge's cut can end a
-// stream as cleanly as the command's end does. So a clean end proves the
-// output complete only for a stream opened once the command was known to
-// have finished. After any other clean end the logs are read again once
-// the command has finished, and again while a reading brings new bytes:
-// the command has ended, so this is bounded by its output.
+// stream as cleanly as the command's end does, a replay of a finished
+// command's output included. So a clean end proves nothing by itself: once
+// the command has finished, the logs are read again, and again while a
+// reading brings new bytes, until one ends cleanly having brought nothing
+// new. The command has ended, so this is bounded by its output; the price
+// is one more reading of a finished command's output.
 //
 // A replay is checked against what it skips: per stream, a hash of the
 // bytes delivered (seeded at random, so a server cannot forge a match) is
@@ -95,7 +96,8 @@ type follower struct {
 	// inactivity timer can close it.
 	track func(io.Closer)
 	// known is the command's state when it is already known to be done;
-	// then a clean end of the logs needs no further request.
+	// then a clean end of the logs needs no request but the confirming
+	// reading.
 	known *Info
 	sent  *delivered
 }
@@ -111,16 +113,16 @@ type reading struct {
 // final state. attempt is the number of re-attachments made before (1
 // when an attached run's stream was cut), cause how the last stream ended.
 func (f *follower) run(ctx context.Context, attempt int, cause error) (Info, error) {
-	idle := 0              // consecutive re-attachments that brought nothing new
-	unserved := 0          // readings of a finished command's logs that answered 404 or ended short
-	suspect := attempt > 0 // a stream ended without proving the output complete
-	confirm := false       // the next reading only confirms that the output is complete
+	idle := 0        // consecutive re-attachments that brought nothing new
+	unserved := 0    // readings of a finished command's logs that answered 404 or ended short
+	confirm := false // the next reading only confirms that the output is complete
 	for {
 		if attempt > 0 && !confirm {
 			if err := f.announce(ctx, attempt, idle, cause); err != nil {
 				return Info{}, err
 			}
 		}
+		confirming := confirm
 		confirm = false
 		before := f.sent.total()
 		finished := f.known != nil && f.known.Done()
@@ -134,14 +136,12 @@ func (f *follower) run(ctx context.Context, attempt int, cause error) (Info, err
 			}
 			cause = cmdstream.EndedEarly(f.ref.SessionID, f.ref.CommandID,
 				"before the output already delivered (log replay of "+streamNames[got.short]+")")
-			suspect = true
 		case err == nil && finished:
-			if !suspect || !got.fresh {
+			if confirming && !got.fresh {
 				return *f.known, nil
 			}
-			confirm = true // the last reading brought bytes: it may be cut too
+			confirm = true // a clean end may be a cut: read once more
 		case err == nil:
-			suspect = true
 			info, ierr := f.ended(ctx)
 			if ierr != nil {
 				return Info{}, ierr
@@ -171,7 +171,6 @@ func (f *follower) run(ctx context.Context, attempt int, cause error) (Info, err
 			return Info{}, err
 		default:
 			cause = err
-			suspect = true
 		}
 		if confirm {
 			continue // a confirming reading is no re-attachment

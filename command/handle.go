@@ -219,7 +219,7 @@ func (h *Handle) Terminate(ctx context.Context, grace time.Duration) error {
 // again and the output already yielded skipped, so each byte is yielded
 // once (see ReattachPolicy); since a cut can end a log stream as cleanly as
 // the command's end does, the logs are read once more after the command
-// ends, unless the handle knew it had ended when they were opened. The
+// ends, to confirm that nothing follows what was yielded. The
 // sequence stops early, with an error, when ctx ends, the session ends (an
 // error matching ErrGone), a replay does not match what was yielded (an
 // *OutputLostError naming the stream and offset) or the stream fails in a

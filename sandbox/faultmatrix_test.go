@@ -787,3 +787,72 @@ func allDone(s *local.Server) bool {
 	}
 	return true
 }
+
+// TestFaultReplayOfFinishedOutputCutCleanly is the matrix row of a log
+// replay cut cleanly after the command has finished and the handle knows
+// it (Wait, then Output: the common detached pattern). The logs endpoint
+// has no final frame, so only a confirming reading tells the cut from the
+// end: every line once, at whatever frame the cut falls.
+func TestFaultReplayOfFinishedOutputCutCleanly(t *testing.T) {
+	t.Parallel()
+	reads := []struct {
+		name string
+		read func(ctx context.Context, h *command.Handle) (string, error)
+	}{
+		{"Logs", func(ctx context.Context, h *command.Handle) (string, error) {
+			var out bytes.Buffer
+			for ev, err := range h.Logs(ctx) {
+				if err != nil {
+					return out.String(), err
+				}
+				out.Write(ev.Data)
+			}
+			return out.String(), nil
+		}},
+		{"CopyOutput", func(ctx context.Context, h *command.Handle) (string, error) {
+			var out bytes.Buffer
+			err := h.CopyOutput(ctx, &out, nil)
+			return out.String(), err
+		}},
+		{"Output", func(ctx context.Context, h *command.Handle) (string, error) {
+			out, _, err := h.Output(ctx)
+			return string(out), err
+		}},
+	}
+	for _, after := range []int{0, 1, 20, 39} {
+		for _, r := range reads {
+			for _, attach := range []bool{false, true} {
+				name := fmt.Sprintf("After%d/%s/%s", after, r.name, map[bool]string{false: "Started", true: "Attached"}[attach])
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					ctx := ctxTimeout(t, time.Minute)
+					e := newEnv(t)
+					done := make(chan struct{})
+					close(done)
+					e.handle("count", numberedSteps(done))
+					sb := e.create("")
+					h, err := sb.Start(ctx, &command.Cmd{Name: "count"})
+					require.NoError(t, err)
+					_, err = h.Wait(ctx)
+					require.NoError(t, err)
+					if attach {
+						// A handle from another process learns that the
+						// command finished from Info.
+						h, err = e.c.Attach(h.Ref())
+						require.NoError(t, err)
+						info, err := h.Info(ctx)
+						require.NoError(t, err)
+						require.True(t, info.Done())
+					}
+					cut := e.srv.Inject(fault.Fault{Method: "GET", Path: cmdPattern + "/*/logs", Cut: true, AfterFrames: after, Times: 1})
+
+					got, err := r.read(ctx, h)
+					require.NoError(t, err)
+					assert.Equal(t, numbered(40), got, "every line once")
+					assert.Equal(t, 1, cut.Hits(), "the log stream was cut")
+					assert.Equal(t, 1, e.srv.CommandCount())
+				})
+			}
+		}
+	}
+}

@@ -119,6 +119,18 @@ func sandboxCases() []inputCase {
 		{entry: "sandbox.Client.Create", field: "Name", call: func(f *inputFixture) error {
 			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Name: "a/b"}))
 		}},
+		{entry: "sandbox.Client.Create", field: "Env[K]", call: func(f *inputFixture) error {
+			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Env: map[string]string{"K": "u\xffx"}}))
+		}},
+		{entry: "sandbox.Client.Create", field: "Env", call: func(f *inputFixture) error {
+			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Env: map[string]string{"K\xff": "v"}}))
+		}},
+		{entry: "sandbox.Client.Create", field: "Tags[k]", call: func(f *inputFixture) error {
+			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Tags: map[string]string{"k": "\xff"}}))
+		}},
+		{entry: "sandbox.Client.Create", field: "Tags", call: func(f *inputFixture) error {
+			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Tags: map[string]string{"\xffk": "v"}}))
+		}},
 		{entry: "sandbox.Client.GetOrCreate", field: "Name", call: func(f *inputFixture) error {
 			return ignore(f.c.GetOrCreate(f.ctx, sandbox.CreateParams{Name: nul}))
 		}},

@@ -178,13 +178,22 @@ func validateCommon(vcpus int, timeout time.Duration, ports []int, tags, env map
 		if k == "" {
 			return apierr.Invalid("Tags", "empty key")
 		}
+		if r := wire.TextFault(k); r != "" {
+			return apierr.Invalid("Tags", "key %q %s", k, r)
+		}
 		if len(v) > MaxTagValue {
 			return apierr.Invalid("Tags["+k+"]", "value longer than %d characters", MaxTagValue)
 		}
+		if r := wire.TextFault(v); r != "" {
+			return apierr.Invalid("Tags["+k+"]", "value %s", r)
+		}
 	}
-	for k := range env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || wire.TextFault(k) != "" {
 			return apierr.Invalid("Env", "invalid variable name %q", k)
+		}
+		if r := wire.TextFault(v); r != "" {
+			return apierr.Invalid("Env["+k+"]", "value %s", r)
 		}
 	}
 	if n := wire.EnvPayloadSize(env); n > wire.MaxEnvPayload {

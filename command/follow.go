@@ -171,6 +171,13 @@ func (f *follower) run(ctx context.Context, attempt int, cause error) (Info, err
 			return Info{}, err
 		default:
 			cause = err
+			// The logs of a finished command that keep failing before
+			// they bring anything new are not awaited for ever.
+			if finished && !got.fresh {
+				if unserved++; unserved > logsRaceRetries {
+					return Info{}, f.lostAt("", 0, err)
+				}
+			}
 		}
 		if confirm {
 			continue // a confirming reading is no re-attachment
@@ -206,8 +213,8 @@ func (f *follower) ended(ctx context.Context) (Info, error) {
 }
 
 // logsRaceRetries bounds how often a follower asks again for the logs of
-// a finished command that answered 404, or whose replay ended short of
-// what was delivered. Hosted Vercel's logs can race the command's cleanup
+// a finished command that answered 404, whose replay ended short of what
+// was delivered, or that failed before it brought anything new. Hosted Vercel's logs can race the command's cleanup
 // for a moment after it ends (getsentry/junior#992); the backoff between
 // attempts (0.2, 0.4, 0.8, 1.6 s) makes the grace about three seconds.
 const logsRaceRetries = 4

@@ -193,3 +193,41 @@ func TestRunFollowerRefusesAnotherCommandsWait(t *testing.T) {
 	require.NotNil(t, res)
 	assert.Equal(t, "one\n", string(res.Stdout))
 }
+
+// A finished command whose logs, once read, can no longer be read (every
+// later reading answers 503) is asked again a bounded number of times, then
+// reported as output that could not be confirmed whole: never a follow
+// that goes on for ever, never a silent success.
+func TestFinishedLogsUnreadableAreBounded(t *testing.T) {
+	t.Parallel()
+	var logs atomic.Int32
+	h := newHostile(t, "tok_unreadable", func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/logs"):
+			if logs.Add(1) > 1 {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error":{"code":"unavailable","message":"try later"}}`)
+				return
+			}
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			io.WriteString(w, logLines("one\n", "two\n"))
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, finishedJS)
+		}
+	})
+	h.c.Reattach = command.ReattachPolicy{}
+	hd := h.handle(t)
+	_, err := hd.Wait(t.Context())
+	require.NoError(t, err)
+
+	stdout, _, err := hd.Output(t.Context())
+	assert.Equal(t, "one\ntwo\n", string(stdout), "what was read is kept")
+	require.ErrorIs(t, err, command.ErrOutputLost)
+	var ol *command.OutputLostError
+	require.ErrorAs(t, err, &ol)
+	assert.Equal(t, int64(8), ol.Delivered)
+	assert.Equal(t, 0, ol.ExitCode, "the exit code is known")
+	assert.LessOrEqual(t, logs.Load(), int32(7), "asked again a bounded number of times")
+}

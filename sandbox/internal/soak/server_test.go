@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -295,16 +296,23 @@ func startServer(t *testing.T, cfg serverConfig) *server {
 }
 
 // stop closes the child's stdin, which ends it, and waits for it: a
-// child that does not end within 30 s is killed. It returns how the child
-// ended; a race the child detected ends it with a non-zero status.
+// child that does not end within 30 s gets SIGQUIT, so that its stderr,
+// which the violation quotes, shows where it was stuck, and is killed 10 s
+// later. It returns how the child ended; a race the child detected ends it
+// with a non-zero status.
 func (s *server) stop() error {
 	s.once.Do(func() {
 		_ = s.stdin.Close()
 		select {
 		case <-s.drained:
 		case <-time.After(30 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.drained
+			_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-s.drained:
+			case <-time.After(10 * time.Second):
+				_ = s.cmd.Process.Kill()
+				<-s.drained
+			}
 		}
 		s.exitErr = s.cmd.Wait()
 		if s.tr != nil {

@@ -54,7 +54,9 @@
 // honouring Retry-After up to 20 s ([RetryPolicy], [WithRetryPolicy]).
 // Requests that are not safe to repeat (create, fork, run a command,
 // extend, snapshot) are sent again only after a dial error or a 429, which
-// prove the server did nothing. [Client.Create] is safe to retry all the
+// prove the server did nothing. Nothing is retried after ctx ends; a
+// Retry-After beyond [RetryPolicy].MaxRetryAfter returns the 429 at once as
+// ErrRateLimited. Every retry is logged and reported to RetryPolicy.OnRetry. [Client.Create] is safe to retry all the
 // same: a create whose outcome is unknown is resolved by looking its name
 // up (a name is generated when none is given), so it never makes two
 // sandboxes.
@@ -67,7 +69,8 @@
 // Sandbox can [Sandbox.Update], [Sandbox.Fork], [Sandbox.ExtendTimeout]
 // (a session lasts at most 24 hours), [Sandbox.SetNetworkPolicy] (a typed
 // request, validated), [Sandbox.Snapshot] and [Sandbox.Delete];
-// [Client.SnapshotTree] gives a snapshot's lineage and siblings. Drives
+// [Client.GetSnapshot], [Client.DeleteSnapshot] and [Client.SnapshotTree]
+// (a snapshot's lineage and siblings) work with snapshot ids. Drives
 // outlive sandboxes ([Client.GetOrCreateDrive], mounted with
 // [Drive.Mount] in [CreateParams].Mounts). A program that stored only a
 // name or a session id stops a sandbox from another process with
@@ -84,8 +87,10 @@
 // kills a command that prints nothing for that long. [Sandbox.Output] and
 // [Sandbox.CombinedOutput] return the output, as os/exec does.
 // [Sandbox.Start] runs it detached and returns a *command.Handle: store
-// its Ref as a string, reattach to it from another process
-// ([Client.Attach]), follow or replay its logs, wait for it, kill it.
+// its Ref as a string ("sandbox/session/command"), reattach to it from
+// another process ([Client.Attach], or [Sandbox.Attach] by command id),
+// replay its logs from the start and follow them, wait for it, signal or
+// kill it.
 //
 // Hosted Vercel cuts every stream after about six minutes. When an
 // attached run, a log stream or a wait ends without proving that the
@@ -97,7 +102,8 @@
 //
 // [Sandbox.WriteFiles] uploads entries of package files (from strings,
 // readers, local files and directory trees) as one streamed tar.gz, in
-// bounded memory whatever the size; [Sandbox.ReadFile] and
+// bounded memory whatever the size: a tree from files.FromDir is read only
+// as it is sent, and a reader's entry is sent once, never replayed; [Sandbox.ReadFile] and
 // [Sandbox.DownloadFile] bring files back. The io/fs vocabulary works on
 // sandbox paths: [Sandbox.Stat] (whose FileInfo.Sys is a [*FileStat] with
 // the owner and link target), [Sandbox.ReadDir], [Sandbox.Walk],
@@ -109,7 +115,8 @@
 //
 // Users and groups are made as the official SDK makes them
 // ([Sandbox.CreateUser], [Sandbox.AsUser], [Sandbox.CreateGroup]): a
-// [*User] runs commands and file calls as that user, in its home.
+// [*User] runs commands and file calls as that user, in its home; a name
+// that exists already is an [*AccountError] matching [ErrUserExists].
 //
 // # Errors
 //
@@ -128,7 +135,7 @@
 //     and session id to recover with; it is never sent again;
 //   - a stream that ends before its final frame and cannot be followed
 //     again, or an error frame, is a [*StreamError] ([ErrStreamEnded], or
-//     [ErrGone] for a session that ended); a final frame or wait answer
+//     [ErrGone] for the frames sandbox_stopped and sandbox_stream_closed); a final frame or wait answer
 //     about another command is a StreamError with code command_mismatch.
 //     No exit code is ever invented;
 //   - output that cannot be delivered whole (a replay that disagrees with
@@ -138,16 +145,19 @@
 //   - a run that ends before its command (ctx, inactivity, a cut that
 //     cannot be followed, lost output) returns the error together with the
 //     partial *command.Result, as os/exec keeps its buffers; a non-zero
-//     exit is a *command.ExitError, silence a *command.InactivityError;
+//     exit is a *command.ExitError, silence a *command.InactivityError
+//     (command.ErrInactivity);
 //   - bad input is refused before any request with an [*InputError]
 //     ([ErrInvalidInput]) naming the argument or field (a nil context is a
 //     programmer error and is not checked; a nil option is ignored); a base
 //     URL that would carry credentials in clear text is an
 //     [*InsecureURLError] ([ErrInsecureURL]);
 //   - an answer longer than WithMaxResponseSize is a
-//     [*ResponseTooLargeError], a body that is not valid JSON a
-//     [*DecodeError], a listing whose server repeats a cursor a
-//     [*RepeatedCursorError], a listing a sandbox forges a [*ListingError],
+//     [*ResponseTooLargeError] ([ErrResponseTooLarge]) naming the call and
+//     the limit, a body that is not valid JSON a [*DecodeError]
+//     ([ErrDecode]), a listing whose server repeats a cursor a
+//     [*RepeatedCursorError] ([ErrRepeatedCursor]; no further request), a
+//     listing a sandbox forges a [*ListingError],
 //     and a 411 or 400 answer to a chunked upload a [*ChunkedUploadError],
 //     which names [WithSizedUploads];
 //   - a missing file matches fs.ErrNotExist.

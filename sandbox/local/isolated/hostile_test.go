@@ -28,8 +28,8 @@ import (
 
 // The isolation probes: hostile commands, run through the API as a client
 // would run them, each trying one way out of its sandbox. Each asserts
-// what happened on the host, not only that a call returned. The README's
-// section on the local backend's guarantees lists them.
+// what happened on the host, not only that a call returned. docs/security.md
+// lists them.
 
 // hostile is a server with the isolated executor and one sandbox.
 type hostile struct {

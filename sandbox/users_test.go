@@ -226,3 +226,41 @@ func TestUserFileCallsRunRealTools(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, entries)
 }
+
+// TestUserOpenStreams: a User's Open decodes base64 as it arrives, and
+// closing it early stops the command.
+func TestUserOpenStreams(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e, _ := accountsEnv(t)
+	stopped := make(chan struct{})
+	e.handle("base64", sandboxtest.HandlerFunc(func(hctx context.Context, cmd *local.Cmd, signals <-chan int) int {
+		defer close(stopped)
+		line := strings.Repeat("QUJD", 19) + "\n" // "ABC" 19 times
+		for range 1 << 20 {                       // 77 MiB at most
+			select {
+			case <-hctx.Done():
+				return 1
+			case <-signals:
+				return 137
+			default:
+			}
+			if _, err := io.WriteString(cmd.Stdout, line); err != nil {
+				return 1
+			}
+		}
+		return 0
+	}))
+	sb := e.create("")
+	alice, err := sb.CreateUser(ctx, "alice")
+	require.NoError(t, err)
+
+	rc, err := alice.FS().Open(ctx, "big")
+	require.NoError(t, err)
+	buf := make([]byte, 4<<10)
+	_, err = io.ReadFull(rc, buf)
+	require.NoError(t, err)
+	require.Equal(t, strings.Repeat("ABC", len(buf)/3), string(buf[:len(buf)/3*3]))
+	require.NoError(t, rc.Close())
+	waitFor(t, stopped, "the command to stop after Close")
+}

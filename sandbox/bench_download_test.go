@@ -42,7 +42,7 @@ func benchDownload(b *testing.B, open func() io.ReadCloser) {
 }
 
 // BenchmarkReadFile downloads a 64 MiB file from the fake through
-// Sandbox.ReadFile into io.Discard. Compare with BenchmarkReadFileCopy.
+// FileSystem.Open into io.Discard. Compare with BenchmarkReadFileCopy.
 func BenchmarkReadFile(b *testing.B) {
 	_, sb, path := downloadServer(b)
 	ctx := context.Background()

@@ -284,7 +284,7 @@ func TestMkDir(t *testing.T) {
 	assert.Equal(t, map[string]any{"path": "logs"}, jsonBody(t, reqs[0]))
 }
 
-func TestMkDirAll(t *testing.T) {
+func TestMkdirAll(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("mkdirall")

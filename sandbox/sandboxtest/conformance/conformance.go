@@ -29,7 +29,7 @@ const (
 	ScenarioLifecycle = "lifecycle" // create, get, list, update, stop, delete
 	ScenarioAttached  = "attached"  // Run: stdout/stderr, exit codes, env, cwd
 	ScenarioDetached  = "detached"  // Start, Ref round trip, reattach, Wait, Logs, Kill
-	ScenarioFiles     = "files"     // WriteFiles, ReadFile, MkDir, a missing file
+	ScenarioFiles     = "files"     // WriteFiles, ReadFile, Mkdir, a missing file
 	ScenarioResume    = "resume"    // a stopped sandbox resumes with its files
 	ScenarioErrors    = "errors"    // ErrNotFound; InputError before any request
 
@@ -363,7 +363,7 @@ func (c *conformance) runAttached(t *testing.T, ctx context.Context) {
 
 	// Dir sets the working directory; relative paths resolve in it.
 	if err := sb.FS().Mkdir(ctx, "workdir", 0o755); err != nil {
-		t.Fatalf("MkDir: %v", err)
+		t.Fatalf("Mkdir: %v", err)
 	}
 	write(t, ctx, sb, "workdir/marker.txt", "in workdir")
 	cmd = sh("cat marker.txt")
@@ -496,11 +496,11 @@ func (c *conformance) runFiles(t *testing.T, ctx context.Context) {
 	}
 
 	if err := sb.FS().Mkdir(ctx, "conf/made", 0o755); err != nil {
-		t.Fatalf("MkDir: %v", err)
+		t.Fatalf("Mkdir: %v", err)
 	}
 	out, err = sb.Output(ctx, &command.Cmd{Name: "ls", Args: []string{"conf"}})
 	if want := "a.txt\nc.txt\nmade\nnested\n"; err != nil || string(out) != want {
-		t.Errorf("ls conf after MkDir: %q, %v; want %q", out, err, want)
+		t.Errorf("ls conf after Mkdir: %q, %v; want %q", out, err, want)
 	}
 
 	_, err = sb.FS().Open(ctx, "conf/missing.txt")

@@ -78,7 +78,8 @@ func (f *FileSystem) Open(ctx context.Context, name string) (io.ReadCloser, erro
 	return rc, err
 }
 
-// ReadFile reads a whole file, like os.ReadFile; see Open.
+// ReadFile reads a whole file, like os.ReadFile: through the file API for
+// a Sandbox, through base64 run in the sandbox for a User; see Open.
 func (f *FileSystem) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	rc, err := f.Open(ctx, name)
 	if err != nil {
@@ -91,7 +92,8 @@ func (f *FileSystem) ReadFile(ctx context.Context, name string) ([]byte, error) 
 // WriteFile writes data to a file with permissions perm, creating it and
 // its parent directories, or replacing it, like os.WriteFile (perm applies
 // to a replaced file too). A name that is a directory ("a/", "a/.") is
-// refused. It is one upload; see WriteFiles.
+// refused. It is one upload; for a User it then runs chown and chmod in
+// the sandbox, as WriteFiles does.
 func (f *FileSystem) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
 	if err := checkFilePath("name", name); err != nil {
 		return err
@@ -133,7 +135,9 @@ type DownloadParams struct {
 }
 
 // DownloadFile copies a file of the sandbox to localPath on this machine,
-// creating its parent directories; see Open. The local file appears
+// creating its parent directories. It reads as Open does: through the
+// file API for a Sandbox, through base64 run in the sandbox for a User.
+// The local file appears
 // complete or not at all (it is written to a temporary file and renamed).
 // It returns the bytes copied.
 func (f *FileSystem) DownloadFile(ctx context.Context, name, localPath string, p DownloadParams) (int64, error) {
@@ -198,10 +202,10 @@ func (f *FileSystem) Remove(ctx context.Context, name string) error {
 	return f.ops().remove(ctx, name)
 }
 
-// RemoveAll removes path and everything below it; a missing path is not
+// RemoveAll removes name and everything below it; a missing name is not
 // an error. It runs rm -rf in the sandbox.
-func (f *FileSystem) RemoveAll(ctx context.Context, path string) error {
-	return f.ops().removeAll(ctx, path)
+func (f *FileSystem) RemoveAll(ctx context.Context, name string) error {
+	return f.ops().removeAll(ctx, name)
 }
 
 // Rename moves oldpath to newpath, replacing newpath when it is a file or
@@ -237,10 +241,10 @@ func (f *FileSystem) Chown(ctx context.Context, name string, uid, gid int) error
 	return f.ops().chown(ctx, name, uid, gid)
 }
 
-// DirFS returns a read-only fs.FS of the directory dir; see the package
-// example and the doc of its methods for what it runs. It implements
+// DirFS returns a read-only fs.FS of the directory dir. It implements
 // fs.StatFS, fs.ReadDirFS, fs.ReadFileFS and fs.ReadLinkFS, so that
-// fs.WalkDir, fs.Glob, template.ParseFS and os.CopyFS work on a sandbox.
+// fs.WalkDir, fs.Glob, template.ParseFS and os.CopyFS (links included)
+// work on a sandbox.
 //
 // It lists once and answers from the listing: the first Stat of "." or
 // ReadDir of a directory runs find once for the whole tree below it, and

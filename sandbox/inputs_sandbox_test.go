@@ -263,6 +263,13 @@ func sandboxCases() []inputCase {
 			return ignore(f.sb.FS().DownloadFile(f.ctx, "a", "", sandbox.DownloadParams{}))
 		}},
 		{entry: "sandbox.FileSystem.Chmod", field: "mode", call: func(f *inputFixture) error { return f.sb.FS().Chmod(f.ctx, "a", fs.ModeDir) }},
+		{entry: "sandbox.FileSystem.WriteFile", field: "perm", call: func(f *inputFixture) error {
+			return f.sb.FS().WriteFile(f.ctx, "a", nil, fs.ModeDir|0o644)
+		}},
+		{entry: "sandbox.FileSystem.Mkdir", field: "perm", call: func(f *inputFixture) error { return f.sb.FS().Mkdir(f.ctx, "a", fs.ModeDir|0o755) }},
+		{entry: "sandbox.FileSystem.MkdirAll", field: "perm", call: func(f *inputFixture) error {
+			return f.user.FS().MkdirAll(f.ctx, "a", fs.ModeSymlink)
+		}},
 		{entry: "sandbox.FileSystem.Chown", field: "uid", call: func(f *inputFixture) error { return f.sb.FS().Chown(f.ctx, "a", -2, 0) }},
 		{entry: "sandbox.FileSystem.MkdirTemp", field: "pattern", call: func(f *inputFixture) error {
 			return ignore(f.sb.FS().MkdirTemp(f.ctx, "", "a/b"))

@@ -14,7 +14,7 @@ import (
 
 // User acts as one Linux user of a sandbox: its commands run as that user
 // (through sudo -u, as the official SDK does), in its home directory by
-// default, and its file calls see what that user may see. Get one from
+// default, and its file calls (FS) see what that user may see. Get one from
 // Sandbox.CreateUser or Sandbox.AsUser. It is safe for concurrent use.
 type User struct {
 	sb   *Sandbox

@@ -253,7 +253,7 @@ func (o fileOps) exists(ctx context.Context, p string) (bool, error) {
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.As(err, &exit) && exit.ExitCode == 1:
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
 		return false, nil
 	}
 	return false, err

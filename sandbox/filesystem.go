@@ -24,7 +24,7 @@ import (
 // *InputError before any request.
 
 func (s *Sandbox) fileOps() fileOps {
-	return fileOps{run: s.Run, read: func(ctx context.Context, p string) ([]byte, error) {
+	return fileOps{run: s.run, read: func(ctx context.Context, p string) ([]byte, error) {
 		return s.ReadFileBytes(ctx, p)
 	}, write: func(ctx context.Context, entries []files.Entry) error {
 		return s.WriteFiles(ctx, entries)

@@ -59,7 +59,9 @@ func newHostileOn(t *testing.T, iso *isolated.Executor, opts ...local.Option) *h
 // non-zero exit is not an error here.
 func (h *hostile) bash(script string, sudo bool) *command.Result {
 	h.t.Helper()
-	res, err := h.sb.Run(h.t.Context(), &command.Cmd{Name: "bash", Args: []string{"-c", script}, Sudo: sudo})
+	cmd := h.sb.Command("bash", "-c", script)
+	cmd.Sudo = sudo
+	res, err := cmd.Run(h.t.Context())
 	var ee *command.ExitError
 	if !errors.As(err, &ee) {
 		require.NoError(h.t, err)
@@ -226,7 +228,9 @@ func TestProbePlantedLink(t *testing.T) {
 	h := newHostile(t)
 	outside := t.TempDir()
 	h.bash(fmt.Sprintf("ln -s %q /vercel/sandbox/lnk", outside), false)
-	_, err := h.sb.Run(t.Context(), &command.Cmd{Name: "true", Dir: "/vercel/sandbox/lnk/x/y"})
+	cmd := h.sb.Command("true")
+	cmd.Dir = "/vercel/sandbox/lnk/x/y"
+	_, err := cmd.Run(t.Context())
 	assert.Error(t, err, "a working directory behind the link is refused")
 	assert.Error(t, h.sb.MkDir(t.Context(), "/vercel/sandbox/lnk/made"))
 	assert.Error(t, h.sb.WriteFile(t.Context(), "/vercel/sandbox/lnk/planted", []byte("x")))
@@ -297,8 +301,7 @@ func TestProbeOutliveStop(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)
 	const marker = "4242.17"
-	_, err := h.sb.Start(t.Context(), &command.Cmd{Name: "bash", Args: []string{"-c",
-		"m=4242; setsid sleep $m.17 & (trap '' TERM HUP; nohup sleep $m.17 &) & sleep $m.17 & wait"}})
+	_, err := h.sb.Command("bash", "-c", "m=4242; setsid sleep $m.17 & (trap '' TERM HUP; nohup sleep $m.17 &) & sleep $m.17 & wait").Start(t.Context())
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(hostProcesses(t, marker)) == 3 }, 30*time.Second, 20*time.Millisecond)
 	_, err = h.sb.Stop(t.Context())
@@ -316,7 +319,9 @@ func TestProbeForkBombAndMemoryHog(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	res, err := h.sb.Run(ctx, &command.Cmd{Name: "bash", Args: []string{"-c", "b() { b | b & }; b; sleep 2", "bomb4711"}, Timeout: 30 * time.Second})
+	cmd := h.sb.Command("bash", "-c", "b() { b | b & }; b; sleep 2", "bomb4711")
+	cmd.Timeout = 30 * time.Second
+	res, err := cmd.Run(ctx)
 	// However the bomb's shell ends (its own exit, a failed fork of sleep,
 	// its timeout), what matters is what is left.
 	var ee *command.ExitError
@@ -331,5 +336,5 @@ func TestProbeForkBombAndMemoryHog(t *testing.T) {
 
 	res = h.bash("head -c 2000000000 /dev/zero | tail -n 1", false)
 	assert.NotEqual(t, 0, res.ExitCode)
-	assert.Equal(t, isolated.OutcomeMemoryLimit, isolated.OutcomeOf(res.ExitCode, string(res.Stderr)), "the memory hog hit its limit")
+	assert.Equal(t, isolated.OutcomeMemoryLimit, isolated.OutcomeOf(res.ExitCode(), string(res.Stderr)), "the memory hog hit its limit")
 }

@@ -94,14 +94,6 @@ func commandCases() []inputCase {
 		{entry: "command.Handle.Signal", field: "signal", call: func(f *inputFixture) error { return f.h.Signal(f.ctx, -1) }},
 		{entry: "command.Handle.Signal", field: "signal", call: func(f *inputFixture) error { return f.h.Signal(f.ctx, 0) }},
 		{entry: "command.Cmd.Run", field: "Cmd", call: func(f *inputFixture) error { return ignore(bareCmd("ls").Run(f.ctx)) }},
-		{entry: "command.Cmd.Run", field: "Cmd", call: func(f *inputFixture) error {
-			cmd := f.sb.Command("true")
-			cmd.CaptureLimit = -1
-			if _, err := cmd.Run(f.ctx); err != nil {
-				return err
-			}
-			return ignore(cmd.Run(f.ctx)) // a Cmd runs once
-		}},
 		{entry: "command.Cmd.Output", field: "Cmd", call: func(f *inputFixture) error { return ignore(bareCmd("ls").Output(f.ctx)) }},
 		{entry: "command.Cmd.CombinedOutput", field: "Cmd", call: func(f *inputFixture) error {
 			return ignore(bareCmd("ls").CombinedOutput(f.ctx))

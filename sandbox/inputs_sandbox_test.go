@@ -194,7 +194,7 @@ func sandboxCases() []inputCase {
 		}},
 		{entry: "sandbox.Client.GetDrive", field: "name", call: func(f *inputFixture) error { return ignore(f.c.GetDrive(f.ctx, nul)) }},
 		{entry: "sandbox.Client.DeleteDrive", field: "name", call: func(f *inputFixture) error { return ignore(f.c.DeleteDrive(f.ctx, "")) }},
-		{entry: "sandbox.Client.Health", field: "name", call: func(f *inputFixture) error {
+		{entry: "sandbox.Client.Health", field: "Name", call: func(f *inputFixture) error {
 			return ignore(f.c.Health(f.ctx, "", sandbox.HealthParams{}))
 		}},
 		{entry: "sandbox.Client.SessionHealth", field: "sessionID", call: func(f *inputFixture) error {

@@ -54,7 +54,9 @@ func TestLogsLostToCleanupAreATypedError(t *testing.T) {
 	attempts := 0
 	e := newRaceEnv(t, func(*authtest.Clock, sandbox.ReattachEvent) { attempts++ })
 	sb := e.create("")
-	h, err := sb.Command("echo", "hello").Start(t.Context())
+	cmd := sb.Command("echo", "hello")
+	cmd.CaptureLimit = -1 // Wait only waits: the logs are read by Output
+	h, err := cmd.Start(t.Context())
 	require.NoError(t, err)
 	_, err = h.Wait(t.Context())
 	require.NoError(t, err)

@@ -233,7 +233,9 @@ func TestSessionExpiryDuringCommandIsGone(t *testing.T) {
 
 			done := make(chan error, 1)
 			if detached {
-				h, err := sb.Command("agent").Start(t.Context())
+				cmd := sb.Command("agent")
+				cmd.CaptureLimit = -1 // Wait only waits
+				h, err := cmd.Start(t.Context())
 				require.NoError(t, err)
 				require.Eventually(t, func() bool { return le.waitsSeen(h.ID()) }, 10*time.Second, time.Millisecond)
 				go func() { _, err := h.Wait(t.Context()); done <- err }()

@@ -101,7 +101,7 @@ func TestProbeWriteOutsideTheSandbox(t *testing.T) {
 	h := newHostile(t)
 	outside := t.TempDir()
 	res := h.bash(fmt.Sprintf("touch %q/x /usr/x /etc/x /x /proc/sys/kernel/x; echo x > /dev/x", outside), true)
-	assert.NotEqual(t, 0, res.ExitCode)
+	assert.NotEqual(t, 0, res.ExitCode())
 	for _, p := range []string{filepath.Join(outside, "x"), "/usr/x", "/etc/x", "/x"} {
 		assert.NoFileExists(t, p, "no host file created")
 	}
@@ -151,7 +151,7 @@ func TestProbeHostLoopbackService(t *testing.T) {
 	h := newHostile(t)
 	port, got := listen(t)
 	res := h.bash(fmt.Sprintf("echo hostile > /dev/tcp/127.0.0.1/%d", port), false)
-	assert.NotEqual(t, 0, res.ExitCode, "the default policy has its own loopback")
+	assert.NotEqual(t, 0, res.ExitCode(), "the default policy has its own loopback")
 	select {
 	case line := <-got:
 		t.Fatalf("the host service received %q", line)
@@ -163,7 +163,7 @@ func TestProbeHostProcesses(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)
 	res := h.bash(`for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr '\0' ' '; echo; done`, true)
-	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	require.Equal(t, 0, res.ExitCode(), string(res.Stderr))
 	self, err := os.Executable()
 	require.NoError(t, err)
 	assert.NotContains(t, string(res.Stdout), filepath.Base(self), "the server's process is invisible")
@@ -197,7 +197,7 @@ func TestProbeControllingTerminal(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)
 	res := h.bash("echo hostile > /dev/tty && echo reached", true)
-	assert.NotEqual(t, 0, res.ExitCode)
+	assert.NotEqual(t, 0, res.ExitCode())
 	assert.NotContains(t, string(res.Stdout), "reached")
 	assert.Contains(t, string(res.Stderr), "No such device or address", "no controlling terminal in a new session")
 }
@@ -243,7 +243,7 @@ func TestProbeFIFOHang(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)
 	res := h.bash("mkfifo /vercel/sandbox/p /tmp/p; ln -s /tmp/p /vercel/sandbox/l", false)
-	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	require.Equal(t, 0, res.ExitCode(), string(res.Stderr))
 	done := make(chan error, 1)
 	go func() {
 		_, err := h.sb.ReadFileBytes(t.Context(), "/vercel/sandbox/p")
@@ -268,7 +268,7 @@ func TestProbeDiskQuota(t *testing.T) {
 	const quota = 64 << 20
 	h := newHostile(t, local.WithDiskQuota(quota))
 	res := h.bash("for i in $(seq 100); do head -c 100000000 /dev/zero > /tmp/f$i || exit 1; done", false)
-	assert.Equal(t, 137, res.ExitCode, "the command was killed")
+	assert.Equal(t, 137, res.ExitCode(), "the command was killed")
 	assert.Contains(t, string(res.Stderr), "disk quota")
 	used := diskUsage(t, filepath.Join(h.dir, "sandboxes"))
 	t.Logf("on disk when the command was killed: %d MiB (quota %d MiB)", used>>20, quota>>20)
@@ -335,6 +335,6 @@ func TestProbeForkBombAndMemoryHog(t *testing.T) {
 	assert.Equal(t, "still responsive\n", string(res.Stdout), "the sandbox works after the bomb")
 
 	res = h.bash("head -c 2000000000 /dev/zero | tail -n 1", false)
-	assert.NotEqual(t, 0, res.ExitCode)
+	assert.NotEqual(t, 0, res.ExitCode())
 	assert.Equal(t, isolated.OutcomeMemoryLimit, isolated.OutcomeOf(res.ExitCode(), string(res.Stderr)), "the memory hog hit its limit")
 }

@@ -419,7 +419,7 @@ func TestIsolatedThroughAPI(t *testing.T) {
 	cmd2.Timeout = 500 * time.Millisecond
 	res, err = cmd2.Run(ctx)
 	require.Error(t, err)
-	assert.Equal(t, 137, res.ExitCode)
+	assert.Equal(t, 137, res.ExitCode())
 	assert.Less(t, time.Since(start), 30*time.Second)
 	cmds := srv.Commands()
 	assert.True(t, cmds[len(cmds)-1].TimedOut, "the fake records the timeout outcome")
@@ -433,6 +433,7 @@ func TestIsolatedThroughAPI(t *testing.T) {
 		require.ErrorAs(t, err, &ee)
 		_, err = sb.SetNetworkPolicy(ctx, sandbox.AllowAll())
 		require.NoError(t, err)
+		dial = sb.Command(dial.Name, dial.Args...) // a Cmd runs once
 		_, err = dial.Run(ctx)
 		require.NoError(t, err)
 		select {

@@ -137,7 +137,7 @@ func TestUserRunsTheProgramOfThatName(t *testing.T) {
 		_, err = u.Command(n, "true").Output(ctx)
 		var exit *command.ExitError
 		if assert.ErrorAs(t, err, &exit, "%q", n) {
-			assert.Equal(t, 127, exit.ExitCode, "%q", n)
+			assert.Equal(t, 127, exit.ExitCode(), "%q", n)
 			assert.Contains(t, string(exit.Stderr), n+": not found", "%q", n)
 		}
 	}

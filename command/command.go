@@ -44,8 +44,8 @@ const DefaultCaptureLimit = 1 << 20
 // the sandbox; a Cmd made otherwise refuses to run. Set its fields before
 // it runs; it runs once.
 //
-// Name is the executable, not a shell line: use Name "sh" with Args
-// {"-c", line} for shell syntax.
+// Name is the executable, not a shell line: use Command("sh", "-c", line)
+// for shell syntax.
 type Cmd struct {
 	Name string
 	Args []string
@@ -68,9 +68,9 @@ type Cmd struct {
 	InactivityTimeout time.Duration
 	// Stdout and Stderr receive the output of a run (or, for a started
 	// command, during Handle.Wait) as it arrives, one write per frame; a
-	// frame longer than the client's
-	// buffer (about 128 KiB) comes in several writes as it arrives, so an
-	// output line of any length costs bounded memory (what a server sends
+	// frame longer than the client's buffer (about 128 KiB) comes in
+	// several writes as it arrives, so an output line of any length costs
+	// bounded memory (what a server sends
 	// before naming the stream, as hosted Vercel does, waits in a temporary
 	// file beyond 1 MiB). Nil discards (output is still captured).
 	Stdout io.Writer

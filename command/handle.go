@@ -151,8 +151,9 @@ func (h *Handle) finished() *Info {
 // the start), captures it into the result up to CaptureLimit, ends a
 // silent command after InactivityTimeout with an *InactivityError, and
 // kills the command when ctx ends unless DetachOnCancel is set; a run that
-// ends early gives its partial result with the error. It may be called
-// once. A reattached command (sandbox.Client.Attach) has no Cmd: its Wait
+// ends early gives its partial result with the error. (When nothing needs
+// the output, as with CaptureLimit negative, no writers and no
+// InactivityTimeout, it only waits.) It may be called once. A reattached command (sandbox.Client.Attach) has no Cmd: its Wait
 // carries no output (use Output or Logs), may be repeated, and ending ctx
 // only stops waiting.
 //

@@ -101,7 +101,7 @@ func (c *Client) probe(ctx context.Context, sid, name string, p HealthParams) (H
 	if err := cmd.Validate(); err != nil {
 		var ie *InputError
 		if errors.As(err, &ie) {
-			ie.Field = strings.Replace(ie.Field, "Cmd.Name", "HealthParams.Command[0]", 1)
+			ie.Field = healthField(ie.Field)
 		}
 		return Health{}, err
 	}
@@ -115,6 +115,16 @@ func (c *Client) probe(ctx context.Context, sid, name string, p HealthParams) (H
 	}
 	h.ShouldRecreate = h.State != Healthy
 	return h, nil
+}
+
+// healthField names the field of HealthParams behind the field of a Cmd
+// that Validate refused.
+func healthField(f string) string {
+	var i int
+	if _, err := fmt.Sscanf(f, "Cmd.Args[%d]", &i); err == nil {
+		return fmt.Sprintf("HealthParams.Command[%d]", i+1)
+	}
+	return strings.Replace(f, "Cmd.Name", "HealthParams.Command[0]", 1)
 }
 
 func (c *Client) probeOnce(ctx context.Context, sid, name string, cmd *command.Cmd) Health {

@@ -73,7 +73,9 @@ func TestProbeUnknown(t *testing.T) {
 	_, err = e.c.Health(t.Context(), "a", sandbox.HealthParams{Timeout: -1})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	_, err = e.c.Health(t.Context(), "a", sandbox.HealthParams{Command: []string{"ls", "\x00"}})
-	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
+	var ie *sandbox.InputError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, "HealthParams.Command[1]", ie.Field)
 }
 
 func TestHealthHangingProbe(t *testing.T) {

@@ -18,8 +18,8 @@ var (
 // exec.Command does locally: set its fields (Dir, Env, Stdout, Timeout…),
 // then call its Run, Output, CombinedOutput or Start. Name is the
 // executable, not a shell line: use Command("sh", "-c", line) for shell
-// syntax. The command runs in the sandbox's current session, resuming a
-// stopped sandbox first when it is persistent.
+// syntax. The command runs in the sandbox's current session, which is
+// resumed first when it has stopped (see WithAutoResume).
 func (s *Sandbox) Command(name string, args ...string) *command.Cmd {
 	return bindCmd(&command.Cmd{Name: name, Args: args}, s.conn, nil)
 }

@@ -75,7 +75,8 @@ func (c *Client) Health(ctx context.Context, name string, p HealthParams) (Healt
 	return c.probe(ctx, "", name, p)
 }
 
-// SessionHealth is Sandbox.Health for a session known only by its id.
+// SessionHealth is Sandbox.Health for a session known only by its id. It
+// never resumes.
 func (c *Client) SessionHealth(ctx context.Context, sessionID string, p HealthParams) (Health, error) {
 	if err := validateID("sessionID", sessionID); err != nil {
 		return Health{}, err

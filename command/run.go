@@ -197,7 +197,6 @@ type attachedRun struct {
 	lastSeen atomic.Int64 // when output last came, or the caller's writer last returned
 	writing  atomic.Bool  // whether the caller's writer has the output
 	sent     *delivered
-	hush     context.CancelFunc // ends the follow of a silent command
 
 	mu   sync.Mutex
 	body io.Closer // the stream being read, which the inactivity timer closes
@@ -213,10 +212,10 @@ func newRun(c *conn.Conn, cmd *Cmd, sid string, stdout, stderr io.Writer) *attac
 // the context to follow the command's logs with (which the timer ends)
 // and the function that stops both.
 func (r *attachedRun) watch(ctx context.Context) (context.Context, func()) {
-	ctx, r.hush = context.WithCancel(ctx)
+	ctx, hush := context.WithCancel(ctx)
 	d := r.cmd.InactivityTimeout
 	if d <= 0 {
-		return ctx, r.hush
+		return ctx, hush
 	}
 	r.lastSeen.Store(time.Now().UnixNano())
 	var timer *time.Timer
@@ -230,14 +229,14 @@ func (r *attachedRun) watch(ctx context.Context) (context.Context, func()) {
 		if idle >= d {
 			r.silent.Store(true)
 			r.closeBody()
-			r.hush()
+			hush()
 			return
 		}
 		timer.Reset(d - idle)
 	}
 	timer = time.AfterFunc(time.Hour, check)
 	timer.Reset(d)
-	return ctx, func() { timer.Stop(); r.hush() }
+	return ctx, func() { timer.Stop(); hush() }
 }
 
 func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd *Cmd, sid string, stdout, stderr io.Writer) (*Result, error) {

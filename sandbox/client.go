@@ -9,8 +9,8 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/auth/vercelcli"
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 )
 
@@ -269,14 +269,14 @@ func WithOnResume(f func(ResumeEvent)) Option { return func(c *config) { c.onRes
 
 // ReattachPolicy configures how commands outlive cut streams; see
 // WithReattachPolicy.
-type ReattachPolicy = command.ReattachPolicy
+type ReattachPolicy = conn.ReattachPolicy
 
 // ReattachEvent describes a re-attachment to a command about to happen.
-type ReattachEvent = command.ReattachEvent
+type ReattachEvent = conn.ReattachEvent
 
 // WithReattachPolicy configures re-attachment to a command whose stream
 // was cut before it proved the command finished (hosted Vercel's edge
-// cuts streams after about six minutes). By default every Run, Output,
+// cuts streams after about six minutes). By default every command run,
 // Handle.Wait, Handle.Logs and Handle.Output re-attaches, without running
 // the command again, and delivers each output byte once; re-attachments
 // are logged and reported to OnReattach.

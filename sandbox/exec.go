@@ -43,4 +43,3 @@ func (s *Sandbox) Attach(commandID string) (*command.Handle, error) {
 func (c *Client) Attach(ref command.Ref) (*command.Handle, error) {
 	return attachCmd(&conn.Conn{Core: c.core, SandboxName: ref.SandboxName, Reattach: c.reattach}, ref)
 }
-

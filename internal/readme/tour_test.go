@@ -31,9 +31,6 @@ const tourClientCall = "sandbox.NewClient()"
 // import: its everyday part needs sandbox alone.
 var tourImports = map[string]bool{
 	"github.com/sbx-go/vercel-sandbox/sandbox": true,
-	// The command package is needed until commands are built with
-	// Sandbox.Command.
-	"github.com/sbx-go/vercel-sandbox/command": true,
 }
 
 // tourBlock returns the tour: the first ```go block after tourMarker.

@@ -15,7 +15,7 @@ fail=0
 deps() { go list -deps "$1" 2>/dev/null | grep "^$mod" || true; }
 
 for pkg in $(go list ./... | grep -v -e '/examples/' -e '/sandbox/local' -e '/sandboxtest' -e '/authtest' -e '/internal/'); do
-  bad=$(deps "$pkg" | grep -E "^$mod/(sandbox/local|sandbox/sandboxtest|auth/authtest|internal/isolate)(/|$)" || true)
+  bad=$(deps "$pkg" | grep -E "^$mod/(sandbox/local|sandbox/sandboxtest|auth/authtest)(/|$)" || true)
   if [ -n "$bad" ]; then
     echo "library package $pkg links what only tests and local programs may:"; echo "$bad" | sed 's/^/    /'
     fail=1
@@ -23,7 +23,7 @@ for pkg in $(go list ./... | grep -v -e '/examples/' -e '/sandbox/local' -e '/sa
 done
 
 for pkg in $(go list ./sandbox/sandboxtest ./sandbox/local ./sandbox/local/hostexec 2>/dev/null); do
-  bad=$(deps "$pkg" | grep -E "^$mod/internal/isolate(/|$)" || true)
+  bad=$(deps "$pkg" | grep -E "^$mod/sandbox/local/internal/isolate(/|$)" || true)
   if [ -n "$bad" ]; then
     echo "$pkg links the isolation runtime; only sandbox/local/isolated may"; fail=1
   fi

@@ -338,12 +338,12 @@ func TestUploadSkipsSymlinksOutOfTree(t *testing.T) {
 	sb, err := c.Create(ctx, sandbox.CreateParams{})
 	require.NoError(t, err)
 
-	entries, err := files.FromDir(dir, "app")
+	entries, err := files.FromDir("app", dir, files.TreeParams{})
 	require.NoError(t, err)
 	require.NoError(t, sb.WriteFiles(ctx, entries))
 	assert.Contains(t, uploaded.String(), "package main", "the upload was seen")
 
-	_, err = files.FromDir(dir, "app", files.WithSymlinks(files.FollowSymlinks))
+	_, err = files.FromDir("app", dir, files.TreeParams{Symlinks: files.FollowSymlinks})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 
 	assert.NotContains(t, uploaded.String(), canary)

@@ -30,7 +30,7 @@ func TestWriteFilesRoundTrip(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(local, "bin"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(local, "bin", "run.sh"), []byte("#!/bin/sh\necho run\n"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(local, "README"), []byte("local readme"), 0o600))
-	dirEntries, err := files.FromDir(local, "/opt/app")
+	dirEntries, err := files.FromDir("/opt/app", local, files.TreeParams{})
 	require.NoError(t, err)
 
 	mapfs := fstest.MapFS{
@@ -38,7 +38,7 @@ func TestWriteFilesRoundTrip(t *testing.T) {
 		"src/tool.py":   {Data: []byte("print(1)\n"), Mode: 0o755},
 		"src/ignored/x": {Data: []byte("x"), Mode: 0o600},
 	}
-	fsEntries, err := files.FromFS(mapfs, "src", "project")
+	fsEntries, err := files.FromFS("project", mapfs, "src", files.TreeParams{})
 	require.NoError(t, err)
 
 	entries := []files.Entry{

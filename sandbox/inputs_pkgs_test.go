@@ -54,9 +54,11 @@ func filesCases() []inputCase {
 		}},
 		{entry: "files.FromFile", field: "localPath", call: func(*inputFixture) error { return ignore(files.FromFile("a", "")) }},
 		{entry: "files.FromFile", field: "localPath", call: func(f *inputFixture) error { return ignore(files.FromFile("a", ".")) }},
-		{entry: "files.FromDir", field: "localDir", call: func(*inputFixture) error { return ignore(files.FromDir("", "/dst")) }},
-		{entry: "files.FromFS", field: "fsys", call: func(*inputFixture) error { return ignore(files.FromFS(nil, ".", "/dst")) }},
-		{entry: "files.FromFS", field: "root", call: func(*inputFixture) error { return ignore(files.FromFS(fstest.MapFS{}, "../x", "/dst")) }},
+		{entry: "files.FromDir", field: "localDir", call: func(*inputFixture) error { return ignore(files.FromDir("/dst", "", files.TreeParams{})) }},
+		{entry: "files.FromFS", field: "fsys", call: func(*inputFixture) error { return ignore(files.FromFS("/dst", nil, ".", files.TreeParams{})) }},
+		{entry: "files.FromFS", field: "root", call: func(*inputFixture) error {
+			return ignore(files.FromFS("/dst", fstest.MapFS{}, "../x", files.TreeParams{}))
+		}},
 		{entry: "files.Entry.WithMode", field: "entries[0].Mode", call: func(*inputFixture) error {
 			return validate(files.FromString("a", "").WithMode(fs.ModeDir))
 		}},
@@ -66,8 +68,8 @@ func filesCases() []inputCase {
 		{entry: "files.WithLevel", field: "Level", call: func(*inputFixture) error {
 			return writeTarGz([]files.Entry{files.FromString("a", "")}, files.WithLevel(42))
 		}},
-		{entry: "files.WithSymlinks", field: "WithSymlinks", call: func(*inputFixture) error {
-			return ignore(files.FromFS(fstest.MapFS{}, ".", "/dst", files.WithSymlinks(99)))
+		{entry: "files.FromFS", field: "Symlinks", call: func(*inputFixture) error {
+			return ignore(files.FromFS("/dst", fstest.MapFS{}, ".", files.TreeParams{Symlinks: 99}))
 		}},
 	}
 }

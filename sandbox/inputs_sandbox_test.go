@@ -136,7 +136,7 @@ func sandboxCases() []inputCase {
 		}},
 		{entry: "sandbox.Client.Get", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.Get(f.ctx, "")) }},
 		{entry: "sandbox.Client.Resume", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.Resume(f.ctx, "../x")) }},
-		{entry: "sandbox.Client.Delete", field: "Name", call: func(f *inputFixture) error { return f.c.Delete(f.ctx, "") }},
+		{entry: "sandbox.Client.Delete", field: "Name", call: func(f *inputFixture) error { return f.c.Delete(f.ctx, "", sandbox.DeleteParams{}) }},
 		{entry: "sandbox.Client.StopSandbox", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.StopSandbox(f.ctx, "")) }},
 		{entry: "sandbox.Client.Fork", field: "Name", call: func(f *inputFixture) error {
 			return ignore(f.c.Fork(f.ctx, "", sandbox.ForkParams{}))
@@ -207,7 +207,7 @@ func sandboxCases() []inputCase {
 		}},
 		{entry: "sandbox.Client.Attach", field: "Ref", call: func(f *inputFixture) error { return ignore(f.c.Attach(command.Ref{})) }},
 		{entry: "sandbox.GitSource", field: "Source", call: func(f *inputFixture) error {
-			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Source: sandbox.GitSource("", sandbox.GitOptions{})}))
+			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Source: sandbox.GitSource("", sandbox.GitParams{})}))
 		}},
 		{entry: "sandbox.TarballSource", field: "Source", call: func(f *inputFixture) error {
 			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Source: sandbox.TarballSource("")}))

@@ -94,7 +94,7 @@ func (c *Client) GetOrCreate(ctx context.Context, p CreateParams) (*Sandbox, err
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case errors.Is(err, ErrSnapshotNotFound):
-		if err := c.Delete(ctx, p.Name); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := c.Delete(ctx, p.Name, DeleteParams{}); err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}
 	default:
@@ -190,17 +190,16 @@ func (c *Client) Update(ctx context.Context, name string, p UpdateParams) (Info,
 	return infoFromWire(&out.Sandbox), routes, nil
 }
 
-// DeleteOption refines Delete.
-type DeleteOption func(*deleteConfig)
+// DeleteParams refine Delete. The zero value deletes the sandbox only.
+type DeleteParams struct {
+	// OrphanSnapshots also deletes the sandbox's snapshots that no other
+	// sandbox uses.
+	OrphanSnapshots bool
+}
 
-type deleteConfig struct{ orphanSnapshots bool }
-
-// DeleteOrphanSnapshots makes Delete also delete the sandbox's snapshots
-// that no other sandbox uses.
-func DeleteOrphanSnapshots() DeleteOption { return func(c *deleteConfig) { c.orphanSnapshots = true } }
-
-// Delete stops the sandbox's session, if running, and deletes the sandbox.
-func (c *Client) Delete(ctx context.Context, name string, opts ...DeleteOption) error {
+// Delete stops the named sandbox's session, if running, and deletes the
+// sandbox.
+func (c *Client) Delete(ctx context.Context, name string, p DeleteParams) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
@@ -209,13 +208,7 @@ func (c *Client) Delete(ctx context.Context, name string, opts ...DeleteOption) 
 		return err
 	}
 	q := projectQuery("projectId", project)
-	var o deleteConfig
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	if o.orphanSnapshots {
+	if p.OrphanSnapshots {
 		q.Set("deleteOrphanSnapshots", "true")
 	}
 	return c.core.JSON(ctx, &httpcore.Call{Method: "DELETE", Path: sandboxPath(name), Query: q,

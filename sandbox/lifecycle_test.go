@@ -281,12 +281,12 @@ func TestDelete(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("gone")
-	require.NoError(t, sb.Delete(t.Context()))
+	require.NoError(t, sb.Delete(t.Context(), sandbox.DeleteParams{}))
 	_, ok := e.srv.Sandbox("gone")
 	assert.False(t, ok)
 	_, err := e.c.Get(t.Context(), "gone")
 	assert.ErrorIs(t, err, sandbox.ErrNotFound)
-	assert.ErrorIs(t, e.c.Delete(t.Context(), "gone"), sandbox.ErrNotFound)
+	assert.ErrorIs(t, e.c.Delete(t.Context(), "gone", sandbox.DeleteParams{}), sandbox.ErrNotFound)
 }
 
 func TestForkCopiesSnapshot(t *testing.T) {

@@ -346,8 +346,8 @@ func (s *Sandbox) Update(ctx context.Context, p UpdateParams) error {
 }
 
 // Delete stops and deletes the sandbox.
-func (s *Sandbox) Delete(ctx context.Context, opts ...DeleteOption) error {
-	return s.c.Delete(ctx, s.name, opts...)
+func (s *Sandbox) Delete(ctx context.Context, p DeleteParams) error {
+	return s.c.Delete(ctx, s.name, p)
 }
 
 // Snapshot snapshots the filesystem of the running session; the session

@@ -20,7 +20,7 @@ func TestRequestsTo(t *testing.T) {
 	require.NoError(t, err)
 	_, err = sb.Run(ctx, &command.Cmd{Name: "true"})
 	require.NoError(t, err)
-	require.NoError(t, sb.Delete(ctx))
+	require.NoError(t, sb.Delete(ctx, sandbox.DeleteParams{}))
 
 	assert.Len(t, srv.RequestsTo("POST", "/v2/sandboxes/sessions/*/cmd"), 1)
 	assert.Len(t, srv.RequestsTo("", "/v2/sandboxes/sessions/**"), 1)

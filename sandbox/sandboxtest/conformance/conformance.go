@@ -186,7 +186,7 @@ func (c *conformance) newSandbox(t *testing.T, ctx context.Context, scenario str
 func (c *conformance) newSandboxWith(t *testing.T, ctx context.Context, scenario string, adjust func(*sandbox.CreateParams)) *sandbox.Sandbox {
 	t.Helper()
 	name := c.name(scenario)
-	if err := c.client.Delete(ctx, name); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+	if err := c.client.Delete(ctx, name, sandbox.DeleteParams{}); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("deleting a leftover sandbox %s: %v", name, err)
 	}
 	p := sandbox.CreateParams{
@@ -205,7 +205,7 @@ func (c *conformance) newSandboxWith(t *testing.T, ctx context.Context, scenario
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := c.client.Delete(cctx, name); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		if err := c.client.Delete(cctx, name, sandbox.DeleteParams{}); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 			t.Errorf("cleanup: deleting sandbox %s: %v", name, err)
 		}
 	})
@@ -307,13 +307,13 @@ func (c *conformance) runLifecycle(t *testing.T, ctx context.Context) {
 		t.Error("StopSandbox of a stopped sandbox did not report AlreadyStopped")
 	}
 
-	if err := sb.Delete(ctx); err != nil {
+	if err := sb.Delete(ctx, sandbox.DeleteParams{}); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
 	if _, err := c.client.Get(ctx, name); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Errorf("Get after Delete: %v, want ErrNotFound", err)
 	}
-	if err := c.client.Delete(ctx, name); !errors.Is(err, sandbox.ErrNotFound) {
+	if err := c.client.Delete(ctx, name, sandbox.DeleteParams{}); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Errorf("second Delete: %v, want ErrNotFound", err)
 	}
 }

@@ -157,7 +157,7 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 	// 403 from the fake itself: the canary is not the token it accepts.
 	other := sandboxtest.NewServer(t, local.WithToken("tok_other"), local.WithLogger(debugLogger(&serverLog)))
 	oc, err := sandbox.NewClient(sandbox.WithBaseURL(other.URL()),
-		sandbox.WithToken(canary, local.TeamID, local.ProjectID),
+		sandbox.WithToken(canary), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID),
 		sandbox.WithLogger(debugLogger(&clientLog)))
 	require.NoError(t, err)
 	_, err = oc.Create(ctx, sandbox.CreateParams{})
@@ -165,7 +165,7 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 	check("403", err)
 
 	// A plain-http base URL to another host is refused before any request.
-	_, err = sandbox.NewClient(sandbox.WithBaseURL("http://203.0.113.7/api"), sandbox.WithToken(canary, "team", "prj"))
+	_, err = sandbox.NewClient(sandbox.WithBaseURL("http://203.0.113.7/api"), sandbox.WithToken(canary), sandbox.WithTeam("team"), sandbox.WithProject("prj"))
 	check("plain http", err)
 
 	// A panic that carries a client error.
@@ -183,7 +183,7 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 			texts = append(texts, fmt.Sprintf("%+v|%#v", e, e))
 		}
 	}
-	prov := auth.Static(canary, "team", "prj")
+	prov := auth.Static(auth.Credentials{Token: canary, TeamID: "team", ProjectID: "prj"})
 	cr, err := prov.Credentials(ctx)
 	require.NoError(t, err)
 	reqs, err := json.Marshal(srv.Requests())
@@ -217,7 +217,7 @@ func TestPlainHTTPRefused(t *testing.T) {
 	t.Parallel()
 	for _, u := range []string{"http://api.vercel.com", "http://10.0.0.1:8080/api", "http://localhost.example.com",
 		"http://[2001:db8::1]/", "http://api.localhost:3000", "http://localhost.:3000"} {
-		_, err := sandbox.NewClient(sandbox.WithBaseURL(u), sandbox.WithToken("tok_plain_http_refused", "team", "prj"))
+		_, err := sandbox.NewClient(sandbox.WithBaseURL(u), sandbox.WithToken("tok_plain_http_refused"), sandbox.WithTeam("team"), sandbox.WithProject("prj"))
 		var ie *sandbox.InsecureURLError
 		require.ErrorAs(t, err, &ie, u)
 		assert.Equal(t, "BaseURL", ie.Field, u)
@@ -225,7 +225,7 @@ func TestPlainHTTPRefused(t *testing.T) {
 		assert.ErrorIs(t, err, sandbox.ErrInsecureURL, u)
 	}
 	for _, u := range []string{"http://127.0.0.1:1", "http://localhost:3000/api", "http://LOCALHOST:3000", "http://[::1]:8080", "https://api.example.com"} {
-		_, err := sandbox.NewClient(sandbox.WithBaseURL(u), sandbox.WithToken("tok", "team", "prj"))
+		_, err := sandbox.NewClient(sandbox.WithBaseURL(u), sandbox.WithToken("tok"), sandbox.WithTeam("team"), sandbox.WithProject("prj"))
 		assert.NoError(t, err, u)
 	}
 }

@@ -129,6 +129,7 @@ type ResumeEvent struct {
 
 type config struct {
 	provider   auth.Provider
+	token      *string // set by WithToken: a Static provider, made by NewClient
 	httpClient *http.Client
 	transport  http.RoundTripper
 	baseURL    string
@@ -158,18 +159,17 @@ func WithCredentials(p auth.Provider) Option {
 			c.errs = append(c.errs, apierr.Invalid("WithCredentials", "nil provider"))
 		}
 		c.provider = p
+		c.token = nil
 	}
 }
 
-// WithToken uses a fixed access token for the given team and project. All
-// three are required: NewClient refuses an empty one with an *InputError.
-func WithToken(token, teamID, projectID string) Option {
+// WithToken uses a fixed access token, for the team and project that
+// WithTeam and WithProject name. The token and both are required: NewClient
+// refuses an empty one with an *InputError.
+func WithToken(token string) Option {
 	return func(c *config) {
-		p := auth.Static(token, teamID, projectID)
-		if _, err := p.Credentials(context.Background()); err != nil {
-			c.errs = append(c.errs, apierr.Invalid("WithToken", "%v", err))
-		}
-		c.provider = p
+		c.token = &token
+		c.provider = nil
 	}
 }
 
@@ -204,10 +204,12 @@ func WithTransport(rt http.RoundTripper) Option {
 // else, *.localhost included, gives an *InsecureURLError.
 func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
 
-// WithTeam overrides the team the credentials name.
+// WithTeam overrides the team the credentials name; with WithToken, it
+// names the token's team.
 func WithTeam(teamID string) Option { return func(c *config) { c.team = teamID } }
 
-// WithProject overrides the project the credentials name.
+// WithProject overrides the project the credentials name; with WithToken,
+// it names the token's project.
 func WithProject(projectID string) Option { return func(c *config) { c.project = projectID } }
 
 // WithRetryPolicy configures retries. The default makes at most 3 attempts
@@ -302,6 +304,13 @@ func NewClient(opts ...Option) (*Client, error) {
 		if o != nil {
 			o(&cfg)
 		}
+	}
+	if cfg.token != nil {
+		p := auth.Static(auth.Credentials{Token: *cfg.token, TeamID: cfg.team, ProjectID: cfg.project})
+		if _, err := p.Credentials(context.Background()); err != nil {
+			cfg.errs = append(cfg.errs, apierr.Invalid("WithToken", "%v (the team and project come from WithTeam and WithProject)", err))
+		}
+		cfg.provider = p
 	}
 	if len(cfg.errs) > 0 {
 		return nil, cfg.errs[0]

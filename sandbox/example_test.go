@@ -34,7 +34,7 @@ func fakeWith(exec local.Executor) (*sandbox.Client, func()) {
 	go srv.Serve(ln)
 	client, err := sandbox.NewClient(
 		sandbox.WithBaseURL("http://"+ln.Addr().String()),
-		sandbox.WithToken(srv.Token(), "team_x", "prj_x"),
+		sandbox.WithToken(srv.Token()), sandbox.WithTeam("team_x"), sandbox.WithProject("prj_x"),
 	)
 	if err != nil {
 		log.Fatal(err)

@@ -59,7 +59,7 @@ var noInput = map[string]string{
 	"command.Handle.Output": noArgs, "command.Handle.CopyOutput": "nil writers discard (documented)",
 
 	"files.Entry.Mode": getter, "files.Entry.Path": getter, "files.Entry.Replayable": getter,
-	"files.Entry.Size": getter,
+	"files.Entry.Size":  getter,
 	"files.WithModTime": "the zero time means the time of writing", "files.WithProgress": "a nil function reports nothing",
 	"files.WithProgressInterval": "zero or negative reports every read (documented)",
 

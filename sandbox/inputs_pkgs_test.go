@@ -214,7 +214,7 @@ func guardCases() []inputCase {
 }
 
 func authCases() []inputCase {
-	static := auth.Static("tok", "team", "prj")
+	static := auth.Static(auth.Credentials{Token: "tok", TeamID: "team", ProjectID: "prj"})
 	return []inputCase{
 		{entry: "auth.Chain", field: "providers[0]", call: func(f *inputFixture) error {
 			return ignore(auth.Chain(nil).Credentials(f.ctx))
@@ -243,7 +243,7 @@ func authCases() []inputCase {
 			return ignore((&vercelcli.LinkedProjectRefresher{ProjectID: "prj"}).Refresh(f.ctx, "", "team/x"))
 		}},
 		{entry: "auth.Static", is: auth.ErrMissingParams, call: func(f *inputFixture) error {
-			return ignore(auth.Static("", "team", "prj").Credentials(f.ctx))
+			return ignore(auth.Static(auth.Credentials{Token: "", TeamID: "team", ProjectID: "prj"}).Credentials(f.ctx))
 		}},
 		{entry: "auth.ParseClaims", is: auth.ErrInvalidOIDCToken, call: func(*inputFixture) error { return ignore(auth.ParseClaims("x")) }},
 		{entry: "vercelcli.CLIExecRefresher.Refresh", is: vercelcli.ErrInvalidID, call: func(f *inputFixture) error {

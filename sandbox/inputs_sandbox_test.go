@@ -95,10 +95,13 @@ func sandboxCases() []inputCase {
 			return ignore(sandbox.NewClient(sandbox.WithRetryPolicy(sandbox.RetryPolicy{MaxRetryAfter: -time.Second})))
 		}},
 		{entry: "sandbox.WithToken", field: "WithToken", call: func(*inputFixture) error {
-			return ignore(sandbox.NewClient(sandbox.WithToken("", "team", "prj")))
+			return ignore(sandbox.NewClient(sandbox.WithToken(""), sandbox.WithTeam("team"), sandbox.WithProject("prj")))
 		}},
 		{entry: "sandbox.WithToken", field: "WithToken", call: func(*inputFixture) error {
-			return ignore(sandbox.NewClient(sandbox.WithToken("tok", "team", "")))
+			return ignore(sandbox.NewClient(sandbox.WithToken("tok"), sandbox.WithTeam("team"), sandbox.WithProject("")))
+		}},
+		{entry: "sandbox.WithToken", field: "WithToken", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithToken("tok")))
 		}},
 		{entry: "sandbox.ValidateName", field: "Name", call: func(*inputFixture) error { return sandbox.ValidateName("a b") }},
 		{entry: "sandbox.NewName", field: "Name", call: func(*inputFixture) error {

@@ -329,7 +329,7 @@ func BenchmarkWriteFilesSized(b *testing.B) {
 				var received atomic.Int64
 				ts := httptest.NewServer(uploadDiscarder(srv.Handler(), everyRequest, &received))
 				b.Cleanup(ts.Close)
-				opts := []sandbox.Option{sandbox.WithBaseURL(ts.URL), sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID)}
+				opts := []sandbox.Option{sandbox.WithBaseURL(ts.URL), sandbox.WithToken(srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID)}
 				if sized {
 					opts = append(opts, sandbox.WithSizedUploads(b.TempDir()))
 				}

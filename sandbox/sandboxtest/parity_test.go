@@ -35,7 +35,7 @@ func TestOfficialSDKParity(t *testing.T) {
 		local.WithTeam(tssdkTeam),
 		local.WithProject(tssdkProject),
 	)
-	c := srv.Client(sandbox.WithToken(token, tssdkTeam, tssdkProject))
+	c := srv.Client(sandbox.WithToken(token), sandbox.WithTeam(tssdkTeam), sandbox.WithProject(tssdkProject))
 	sb, err := c.Create(ctx, sandbox.CreateParams{Name: "parity"})
 	require.NoError(t, err)
 	for _, side := range []string{"ts", "go"} {

@@ -32,7 +32,7 @@ func exampleServer() (*sandbox.Client, func()) {
 		panic(err)
 	}
 	go srv.Serve(ln) //nolint:errcheck // returns after Close
-	c, err := sandbox.NewClient(sandbox.WithBaseURL("http://"+ln.Addr().String()), sandbox.WithToken(srv.Token(), "team_x", "prj_x"))
+	c, err := sandbox.NewClient(sandbox.WithBaseURL("http://"+ln.Addr().String()), sandbox.WithToken(srv.Token()), sandbox.WithTeam("team_x"), sandbox.WithProject("prj_x"))
 	if err != nil {
 		panic(err)
 	}

@@ -43,7 +43,7 @@ func cassetteClient(t *testing.T, c *cassette.Cassette) *sandbox.Client {
 	}
 	client, err := sandbox.NewClient(
 		sandbox.WithBaseURL(base),
-		sandbox.WithToken(local.DefaultToken, local.TeamID, local.ProjectID),
+		sandbox.WithToken(local.DefaultToken), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID),
 		sandbox.WithTransport(c.Transport(nil)),
 		sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond}),
 	)
@@ -110,7 +110,7 @@ func TestConformanceCassetteServed(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) *sandbox.Client {
 		client, err := sandbox.NewClient(
 			sandbox.WithBaseURL(srv.URL()),
-			sandbox.WithToken(local.DefaultToken, local.TeamID, local.ProjectID),
+			sandbox.WithToken(local.DefaultToken), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID),
 		)
 		require.NoError(t, err)
 		return client

@@ -574,7 +574,7 @@ func (c *conformance) runErrors(t *testing.T, ctx context.Context) {
 	})
 	cl, err := sandbox.NewClient(
 		sandbox.WithBaseURL("http://127.0.0.1:1"),
-		sandbox.WithToken("conformance-token", "team_conformance", "prj_conformance"),
+		sandbox.WithToken("conformance-token"), sandbox.WithTeam("team_conformance"), sandbox.WithProject("prj_conformance"),
 		sandbox.WithTransport(counting),
 		sandbox.WithRetryPolicy(sandbox.RetryPolicy{MaxRetries: -1}),
 	)

@@ -112,6 +112,12 @@ type RoundTripFunc = httpcore.RoundTripFunc
 
 // Client talks to the Vercel Sandbox API. It is safe for concurrent use;
 // create one with NewClient and share it. The zero Client is not usable.
+//
+// A method's name says which key it takes: Get, Resume, Update, Stop,
+// Delete and Fork take a sandbox name; the methods named for a session
+// (GetSession, StopSession, ExtendSessionTimeout, SetSessionNetworkPolicy,
+// SnapshotSession, OpenSessionInteractive) take a session id; those named
+// for a snapshot a snapshot id, and those named for a drive a drive name.
 type Client struct {
 	core       *httpcore.Client
 	autoResume bool

@@ -155,7 +155,7 @@ func ExampleSandbox_WriteFiles() {
 	// debug=false
 }
 
-func ExampleClient_Stop() {
+func ExampleClient_StopSession() {
 	client, stop := fake(sandboxtest.NewScript())
 	defer stop()
 	ctx := context.Background()
@@ -167,13 +167,13 @@ func ExampleClient_Stop() {
 	// Another process knows only the session id it stored.
 	sessionID := sb.SessionID()
 
-	res, err := client.Stop(ctx, sessionID)
+	res, err := client.StopSession(ctx, sessionID)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Session.Status, res.Session.ID == sessionID)
 	// Stopping again is not an error.
-	res, err = client.StopSandbox(ctx, "worker")
+	res, err = client.Stop(ctx, "worker")
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -56,7 +56,7 @@ type leakCase struct {
 // getSession is an idempotent call: retried on 429, 5xx and transport
 // errors.
 func getSession(ctx context.Context, c *sandbox.Client) error {
-	_, _, err := c.Session(ctx, "sess_hostile")
+	_, _, err := c.GetSession(ctx, "sess_hostile")
 	return err
 }
 

@@ -140,32 +140,32 @@ func sandboxCases() []inputCase {
 		{entry: "sandbox.Client.Get", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.Get(f.ctx, "")) }},
 		{entry: "sandbox.Client.Resume", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.Resume(f.ctx, "../x")) }},
 		{entry: "sandbox.Client.Delete", field: "Name", call: func(f *inputFixture) error { return f.c.Delete(f.ctx, "", sandbox.DeleteParams{}) }},
-		{entry: "sandbox.Client.StopSandbox", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.StopSandbox(f.ctx, "")) }},
+		{entry: "sandbox.Client.Stop", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.Stop(f.ctx, "")) }},
 		{entry: "sandbox.Client.Fork", field: "Name", call: func(f *inputFixture) error {
 			return ignore(f.c.Fork(f.ctx, "", sandbox.ForkParams{}))
 		}},
 		{entry: "sandbox.Client.Update", field: "Name", call: func(f *inputFixture) error {
 			return ignore3(f.c.Update(f.ctx, "", sandbox.UpdateParams{}))
 		}},
-		{entry: "sandbox.Client.Session", field: "sessionID", call: func(f *inputFixture) error { return ignore3(f.c.Session(f.ctx, "")) }},
-		{entry: "sandbox.Client.Stop", field: "sessionID", call: func(f *inputFixture) error { return ignore(f.c.Stop(f.ctx, "a/b")) }},
-		{entry: "sandbox.Client.ExtendTimeout", field: "sessionID", call: func(f *inputFixture) error {
-			return ignore(f.c.ExtendTimeout(f.ctx, "", time.Minute))
+		{entry: "sandbox.Client.GetSession", field: "sessionID", call: func(f *inputFixture) error { return ignore3(f.c.GetSession(f.ctx, "")) }},
+		{entry: "sandbox.Client.StopSession", field: "sessionID", call: func(f *inputFixture) error { return ignore(f.c.StopSession(f.ctx, "a/b")) }},
+		{entry: "sandbox.Client.ExtendSessionTimeout", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.ExtendSessionTimeout(f.ctx, "", time.Minute))
 		}},
-		{entry: "sandbox.Client.ExtendTimeout", field: "d", call: func(f *inputFixture) error {
-			return ignore(f.c.ExtendTimeout(f.ctx, f.sb.SessionID(), -time.Minute))
+		{entry: "sandbox.Client.ExtendSessionTimeout", field: "d", call: func(f *inputFixture) error {
+			return ignore(f.c.ExtendSessionTimeout(f.ctx, f.sb.SessionID(), -time.Minute))
 		}},
-		{entry: "sandbox.Client.SetNetworkPolicy", field: "sessionID", call: func(f *inputFixture) error {
-			return ignore(f.c.SetNetworkPolicy(f.ctx, "", sandbox.AllowAll()))
+		{entry: "sandbox.Client.SetSessionNetworkPolicy", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.SetSessionNetworkPolicy(f.ctx, "", sandbox.AllowAll()))
 		}},
-		{entry: "sandbox.Client.SetNetworkPolicy", field: "NetworkPolicy", call: func(f *inputFixture) error {
-			return ignore(f.c.SetNetworkPolicy(f.ctx, f.sb.SessionID(), nil))
+		{entry: "sandbox.Client.SetSessionNetworkPolicy", field: "NetworkPolicy", call: func(f *inputFixture) error {
+			return ignore(f.c.SetSessionNetworkPolicy(f.ctx, f.sb.SessionID(), nil))
 		}},
-		{entry: "sandbox.Client.Snapshot", field: "sessionID", call: func(f *inputFixture) error {
-			return ignore(f.c.Snapshot(f.ctx, "", sandbox.SnapshotParams{}))
+		{entry: "sandbox.Client.SnapshotSession", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.SnapshotSession(f.ctx, "", sandbox.SnapshotParams{}))
 		}},
-		{entry: "sandbox.Client.Snapshot", field: "Expiration", call: func(f *inputFixture) error {
-			return ignore(f.c.Snapshot(f.ctx, f.sb.SessionID(), sandbox.SnapshotParams{Expiration: dur(-time.Hour)}))
+		{entry: "sandbox.Client.SnapshotSession", field: "Expiration", call: func(f *inputFixture) error {
+			return ignore(f.c.SnapshotSession(f.ctx, f.sb.SessionID(), sandbox.SnapshotParams{Expiration: dur(-time.Hour)}))
 		}},
 		{entry: "sandbox.Client.GetSnapshot", field: "snapshotID", call: func(f *inputFixture) error { return ignore(f.c.GetSnapshot(f.ctx, "")) }},
 		{entry: "sandbox.Client.DeleteSnapshot", field: "snapshotID", call: func(f *inputFixture) error {
@@ -205,8 +205,8 @@ func sandboxCases() []inputCase {
 		{entry: "sandbox.HealthCommand", field: "Cmd.Name", call: func(f *inputFixture) error {
 			return ignore(f.sb.Health(f.ctx, sandbox.HealthCommand(&command.Cmd{})))
 		}},
-		{entry: "sandbox.Client.OpenInteractive", field: "sessionID", call: func(f *inputFixture) error {
-			return ignore(f.c.OpenInteractive(f.ctx, ""))
+		{entry: "sandbox.Client.OpenSessionInteractive", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.OpenSessionInteractive(f.ctx, ""))
 		}},
 		{entry: "sandbox.Client.Attach", field: "Ref", call: func(f *inputFixture) error { return ignore(f.c.Attach(command.Ref{})) }},
 		{entry: "sandbox.GitSource", field: "Source", call: func(f *inputFixture) error {

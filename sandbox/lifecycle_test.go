@@ -344,7 +344,7 @@ func TestListSessions(t *testing.T) {
 	}
 	assert.Equal(t, []string{first, second.ID}, ids)
 
-	s, _, err := e.c.Session(t.Context(), first)
+	s, _, err := e.c.GetSession(t.Context(), first)
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.StatusStopped, s.Status)
 }
@@ -434,20 +434,20 @@ func TestStopSessionFromAnotherClient(t *testing.T) {
 	sid := sb.SessionID() // what another process would have stored
 
 	other := e.srv.Client()
-	res, err := other.Stop(t.Context(), sid)
+	res, err := other.StopSession(t.Context(), sid)
 	require.NoError(t, err)
 	assert.Equal(t, sid, res.Session.ID)
 	assert.Equal(t, sandbox.StatusStopped, res.Session.Status)
 	ws, _ := e.srv.Session(sid)
 	assert.Equal(t, "stopped", ws.Status)
 
-	again, err := other.Stop(t.Context(), sid)
+	again, err := other.StopSession(t.Context(), sid)
 	require.NoError(t, err, "stopping a stopped session is not an error")
 	assert.Equal(t, sandbox.StatusStopped, again.Session.Status)
 
-	_, err = other.Stop(t.Context(), "sbx_doesnotexist")
+	_, err = other.StopSession(t.Context(), "sbx_doesnotexist")
 	assert.ErrorIs(t, err, sandbox.ErrNotFound)
-	_, err = other.Stop(t.Context(), "../etc")
+	_, err = other.StopSession(t.Context(), "../etc")
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 }
 
@@ -457,18 +457,18 @@ func TestStopSandboxByName(t *testing.T) {
 	sb := e.create("named")
 
 	other := e.srv.Client()
-	res, err := other.StopSandbox(t.Context(), "named")
+	res, err := other.Stop(t.Context(), "named")
 	require.NoError(t, err)
 	assert.False(t, res.AlreadyStopped)
 	assert.Equal(t, sb.SessionID(), res.Session.ID)
 	assert.Equal(t, sandbox.StatusStopped, res.Session.Status)
 
-	again, err := other.StopSandbox(t.Context(), "named")
+	again, err := other.Stop(t.Context(), "named")
 	require.NoError(t, err)
 	assert.True(t, again.AlreadyStopped)
 	assert.Len(t, requests(e.srv, http.MethodPost, "/stop"), 1, "a stopped sandbox is not stopped again")
 
-	_, err = other.StopSandbox(t.Context(), "nobody")
+	_, err = other.Stop(t.Context(), "nobody")
 	assert.ErrorIs(t, err, sandbox.ErrNotFound)
 }
 

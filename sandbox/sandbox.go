@@ -270,7 +270,7 @@ func (s *Sandbox) WaitStopped(ctx context.Context) (Session, error) {
 // waitStopped polls a session until it has stopped.
 func (c *Client) waitStopped(ctx context.Context, sessionID string) (Session, error) {
 	for {
-		sess, _, err := c.Session(ctx, sessionID)
+		sess, _, err := c.GetSession(ctx, sessionID)
 		if err != nil || sess.Status.Terminal() {
 			return sess, err
 		}

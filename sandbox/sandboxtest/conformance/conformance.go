@@ -299,12 +299,12 @@ func (c *conformance) runLifecycle(t *testing.T, ctx context.Context) {
 	if res.Session.Status != sandbox.StatusStopped {
 		t.Errorf("Stop: session status %q, want stopped", res.Session.Status)
 	}
-	again, err := c.client.StopSandbox(ctx, name)
+	again, err := c.client.Stop(ctx, name)
 	if err != nil {
-		t.Fatalf("StopSandbox of a stopped sandbox: %v", err)
+		t.Fatalf("Client.Stop of a stopped sandbox: %v", err)
 	}
 	if !again.AlreadyStopped {
-		t.Error("StopSandbox of a stopped sandbox did not report AlreadyStopped")
+		t.Error("Client.Stop of a stopped sandbox did not report AlreadyStopped")
 	}
 
 	if err := sb.Delete(ctx, sandbox.DeleteParams{}); err != nil {
@@ -543,8 +543,8 @@ func (c *conformance) runErrors(t *testing.T, ctx context.Context) {
 	if !errors.Is(err, sandbox.ErrNotFound) || !errors.As(err, &ae) || ae.StatusCode != http.StatusNotFound {
 		t.Errorf("Get(%s): %v, want an *APIError with status 404 matching ErrNotFound", missing, err)
 	}
-	if _, err := c.client.StopSandbox(ctx, missing); !errors.Is(err, sandbox.ErrNotFound) {
-		t.Errorf("StopSandbox(%s): %v, want ErrNotFound", missing, err)
+	if _, err := c.client.Stop(ctx, missing); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("Client.Stop(%s): %v, want ErrNotFound", missing, err)
 	}
 
 	// Bad input is refused by the client with an *InputError: against the

@@ -460,7 +460,8 @@ func TestDefault_LinkedProjectTier(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		asked := 0
-		ref := RefresherFunc(func(_ context.Context, project, team string) (string, error) {
+		ref := RefresherFunc(func(_ context.Context, target Target) (string, error) {
+			project, team := target.ProjectID, target.TeamID
 			asked++
 			assert.Empty(t, project+team, "no claims to go by")
 			return minted, nil

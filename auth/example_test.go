@@ -106,8 +106,8 @@ func ExampleNewOIDCProvider() {
 		Source: auth.FromEnv(auth.EnvOIDCToken),
 		// Renew the token before it expires; vercelcli.LinkedProjectRefresher
 		// does it with the Vercel CLI login.
-		Refresher: auth.RefresherFunc(func(ctx context.Context, projectID, teamID string) (string, error) {
-			return "", errors.New("no way to renew in this example")
+		Refresher: auth.RefresherFunc(func(ctx context.Context, t auth.Target) (string, error) {
+			return "", fmt.Errorf("no way to renew a token for project %q in this example", t.ProjectID)
 		}),
 		OnRefreshError: func(err error) {
 			fmt.Println("OIDC refresh failed:", err)

@@ -226,7 +226,7 @@ func authCases() []inputCase {
 			return ignore(auth.ProviderFunc(nil).Credentials(f.ctx))
 		}},
 		{entry: "auth.RefresherFunc.Refresh", field: "RefresherFunc", call: func(f *inputFixture) error {
-			return ignore(auth.RefresherFunc(nil).Refresh(f.ctx, "prj", "team"))
+			return ignore(auth.RefresherFunc(nil).Refresh(f.ctx, auth.Target{ProjectID: "prj", TeamID: "team"}))
 		}},
 		{entry: "auth.NewOIDCProvider", field: "OIDCOptions", call: func(f *inputFixture) error {
 			return ignore(auth.NewOIDCProvider(auth.OIDCOptions{}).Credentials(f.ctx))
@@ -237,17 +237,17 @@ func authCases() []inputCase {
 		{entry: "auth.FromEnv", field: "name", call: func(f *inputFixture) error { return ignore3(auth.FromEnv("")(f.ctx)) }},
 		{entry: "auth.FromFile", field: "path", call: func(f *inputFixture) error { return ignore3(auth.FromFile("")(f.ctx)) }},
 		{entry: "vercelcli.LinkedProjectRefresher.Refresh", is: vercelcli.ErrInvalidID, call: func(f *inputFixture) error {
-			return ignore((&vercelcli.LinkedProjectRefresher{}).Refresh(f.ctx, "../p", "team"))
+			return ignore((&vercelcli.LinkedProjectRefresher{}).Refresh(f.ctx, auth.Target{ProjectID: "../p", TeamID: "team"}))
 		}},
 		{entry: "vercelcli.LinkedProjectRefresher.Refresh", is: vercelcli.ErrInvalidID, call: func(f *inputFixture) error {
-			return ignore((&vercelcli.LinkedProjectRefresher{ProjectID: "prj"}).Refresh(f.ctx, "", "team/x"))
+			return ignore((&vercelcli.LinkedProjectRefresher{ProjectID: "prj"}).Refresh(f.ctx, auth.Target{ProjectID: "", TeamID: "team/x"}))
 		}},
 		{entry: "auth.Static", is: auth.ErrMissingParams, call: func(f *inputFixture) error {
 			return ignore(auth.Static(auth.Credentials{Token: "", TeamID: "team", ProjectID: "prj"}).Credentials(f.ctx))
 		}},
 		{entry: "auth.ParseClaims", is: auth.ErrInvalidOIDCToken, call: func(*inputFixture) error { return ignore(auth.ParseClaims("x")) }},
 		{entry: "vercelcli.CLIExecRefresher.Refresh", is: vercelcli.ErrInvalidID, call: func(f *inputFixture) error {
-			return ignore((&vercelcli.CLIExecRefresher{}).Refresh(f.ctx, "-p", "t"))
+			return ignore((&vercelcli.CLIExecRefresher{}).Refresh(f.ctx, auth.Target{ProjectID: "-p", TeamID: "t"}))
 		}},
 	}
 }

@@ -17,7 +17,7 @@ import (
 // Write a tar.gz of two entries, as fs/write expects it, and list it.
 func Example() {
 	entries := []files.Entry{
-		files.FromString("hello.txt", "hello, sandbox\n"),
+		files.FromBytes("hello.txt", []byte("hello, sandbox\n")),
 		files.FromBytes("/etc/app.conf", []byte("debug = true\n")).WithMode(0o600),
 	}
 	var buf bytes.Buffer

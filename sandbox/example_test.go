@@ -133,9 +133,9 @@ func ExampleSandbox_WriteFiles() {
 		log.Fatal(err)
 	}
 	err = sb.WriteFiles(ctx, []files.Entry{
-		files.FromString("app/main.py", "print('hi')\n"),
-		files.FromString("app/run.sh", "#!/bin/sh\npython3 main.py\n").WithMode(0o755),
-		files.FromString("/etc/app.conf", "debug=false\n"),
+		files.FromBytes("app/main.py", []byte("print('hi')\n")),
+		files.FromBytes("app/run.sh", []byte("#!/bin/sh\npython3 main.py\n")).WithMode(0o755),
+		files.FromBytes("/etc/app.conf", []byte("debug=false\n")),
 	})
 	if err != nil {
 		log.Fatal(err)

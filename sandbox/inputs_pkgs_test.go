@@ -34,20 +34,20 @@ func filesCases() []inputCase {
 	return []inputCase{
 		{entry: "files.Validate", field: "entries[0]", call: func(*inputFixture) error { return validate(files.Entry{}) }},
 		{entry: "files.Validate", field: "cwd", call: func(*inputFixture) error {
-			return files.Validate("rel", []files.Entry{files.FromString("a", "")})
+			return files.Validate("rel", []files.Entry{files.FromBytes("a", []byte(""))})
 		}},
 		{entry: "files.Length", field: "entries[0].Path", call: func(*inputFixture) error {
-			return ignore3(files.Length("/", []files.Entry{files.FromString("a/", "")}))
+			return ignore3(files.Length("/", []files.Entry{files.FromBytes("a/", []byte(""))}))
 		}},
 		{entry: "files.WriteTarGz", field: "w", call: func(f *inputFixture) error {
-			return files.WriteTarGz(f.ctx, nil, "/", []files.Entry{files.FromString("a", "")})
+			return files.WriteTarGz(f.ctx, nil, "/", []files.Entry{files.FromBytes("a", []byte(""))})
 		}},
 		{entry: "files.FromBytes", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromBytes(nul, nil)) }},
 		{entry: "files.FromBytes", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromBytes(badUTF8, nil)) }},
 		{entry: "files.Validate", field: "cwd", call: func(*inputFixture) error {
-			return files.Validate("/\xff", []files.Entry{files.FromString("a", "")})
+			return files.Validate("/\xff", []files.Entry{files.FromBytes("a", []byte(""))})
 		}},
-		{entry: "files.FromString", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromString("a/", "")) }},
+		{entry: "files.FromBytes", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromBytes("a/", []byte(""))) }},
 		{entry: "files.FromReader", field: "entries[0]", call: func(*inputFixture) error { return validate(files.FromReader("a", nil, 0)) }},
 		{entry: "files.FromReader", field: "entries[0].Size", call: func(*inputFixture) error {
 			return validate(files.FromReader("a", eofReader{}, -1))
@@ -60,13 +60,13 @@ func filesCases() []inputCase {
 			return ignore(files.FromFS("/dst", fstest.MapFS{}, "../x", files.TreeParams{}))
 		}},
 		{entry: "files.Entry.WithMode", field: "entries[0].Mode", call: func(*inputFixture) error {
-			return validate(files.FromString("a", "").WithMode(fs.ModeDir))
+			return validate(files.FromBytes("a", []byte("")).WithMode(fs.ModeDir))
 		}},
 		{entry: "files.Entry.WithPath", field: "entries[0].Path", call: func(*inputFixture) error {
-			return validate(files.FromString("a", "").WithPath(""))
+			return validate(files.FromBytes("a", []byte("")).WithPath(""))
 		}},
 		{entry: "files.WithLevel", field: "Level", call: func(*inputFixture) error {
-			return writeTarGz([]files.Entry{files.FromString("a", "")}, files.WithLevel(42))
+			return writeTarGz([]files.Entry{files.FromBytes("a", []byte(""))}, files.WithLevel(42))
 		}},
 		{entry: "files.FromFS", field: "Symlinks", call: func(*inputFixture) error {
 			return ignore(files.FromFS("/dst", fstest.MapFS{}, ".", files.TreeParams{Symlinks: 99}))

@@ -389,7 +389,7 @@ func sandboxCases() []inputCase {
 			return ignore(fs.ReadDir(f.sb.DirFS(f.ctx, "/d"), "\xff"))
 		}},
 		inputCase{entry: "sandbox.Sandbox.WriteFiles", field: "entries[0].Path", call: func(f *inputFixture) error {
-			return f.sb.WriteFiles(f.ctx, []files.Entry{files.FromString(badUTF8, "")})
+			return f.sb.WriteFiles(f.ctx, []files.Entry{files.FromBytes(badUTF8, []byte(""))})
 		}},
 	)
 	// Every text of a command travels as JSON.

@@ -43,7 +43,7 @@ func TestInvalidUTF8PathIsRefusedNotRewritten(t *testing.T) {
 		{"Rename onto", func() error { return sb.Rename(ctx, dir+"/u", bad) }},
 		{"WriteFile", func() error { return sb.WriteFile(ctx, bad, []byte("lost")) }},
 		{"WriteFiles", func() error {
-			return sb.WriteFiles(ctx, []files.Entry{files.FromString("ok", "x"), files.FromString(bad, "lost")})
+			return sb.WriteFiles(ctx, []files.Entry{files.FromBytes("ok", []byte("x")), files.FromBytes(bad, []byte("lost"))})
 		}},
 		{"AppendFile", func() error { return sb.AppendFile(ctx, bad, []byte("more")) }},
 		{"Chmod", func() error { return sb.Chmod(ctx, bad, 0) }},

@@ -205,7 +205,7 @@ func TestSizedUploadSpoolRemovedOnFailureAndCancel(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assertEmptyDir(t, spool, "the spool file is removed after a cancel")
 
-	err = sb.WriteFiles(t.Context(), []files.Entry{files.FromString("/", "x")})
+	err = sb.WriteFiles(t.Context(), []files.Entry{files.FromBytes("/", []byte("x"))})
 	require.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	assertEmptyDir(t, spool, "nothing is spooled for invalid input")
 }

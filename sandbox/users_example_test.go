@@ -201,7 +201,7 @@ func ExampleUser_WriteFiles() {
 	}
 	// A relative path is relative to the user's home; the file becomes
 	// the user's.
-	if err := erin.WriteFiles(ctx, []files.Entry{files.FromString("notes/todo.txt", "ship it\n")}); err != nil {
+	if err := erin.WriteFiles(ctx, []files.Entry{files.FromBytes("notes/todo.txt", []byte("ship it\n"))}); err != nil {
 		log.Fatal(err)
 	}
 	data, err := sb.ReadFileBytes(ctx, "/home/erin/notes/todo.txt")

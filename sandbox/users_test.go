@@ -161,7 +161,7 @@ func TestUserFilesAreItsOwn(t *testing.T) {
 	alice, err := sb.CreateUser(ctx, "alice")
 	require.NoError(t, err)
 
-	require.NoError(t, alice.WriteFiles(ctx, []files.Entry{files.FromString("notes/a.txt", "hello")}))
+	require.NoError(t, alice.WriteFiles(ctx, []files.Entry{files.FromBytes("notes/a.txt", []byte("hello"))}))
 	var chowns []string
 	for _, c := range e.script.Calls() {
 		if c.Name == "chown" || c.Name == "chmod" {
@@ -207,7 +207,7 @@ func TestUserFileCallsRunRealTools(t *testing.T) {
 	require.NoError(t, err)
 	u, err := sb.CreateUser(ctx, "grace")
 	require.NoError(t, err)
-	require.NoError(t, u.WriteFiles(ctx, []files.Entry{files.FromString("proj/a.txt", "a"), files.FromString("proj/b.txt", "bb")}))
+	require.NoError(t, u.WriteFiles(ctx, []files.Entry{files.FromBytes("proj/a.txt", []byte("a")), files.FromBytes("proj/b.txt", []byte("bb"))}))
 
 	fi, err := u.Stat(ctx, "proj/b.txt")
 	require.NoError(t, err, "relative to the home directory")

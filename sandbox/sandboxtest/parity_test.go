@@ -40,7 +40,7 @@ func TestOfficialSDKParity(t *testing.T) {
 	require.NoError(t, err)
 	for _, side := range []string{"ts", "go"} {
 		require.NoError(t, sb.WriteFiles(ctx, []files.Entry{
-			files.FromString(side+"/a.txt", "hello"), files.FromString(side+"/sub/x", "x")}))
+			files.FromBytes(side+"/a.txt", []byte("hello")), files.FromBytes(side+"/sub/x", []byte("x"))}))
 		require.NoError(t, sb.Symlink(ctx, "a.txt", side+"/link"))
 	}
 	// One modification time for both copies, whenever they were written.

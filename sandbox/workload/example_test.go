@@ -49,7 +49,7 @@ func ExampleRunner() {
 		Timeout: 10 * time.Minute,
 		Setup: []workload.Step{
 			workload.CommandStep("install", &command.Cmd{Name: "npm", Args: []string{"install", "left-pad"}}),
-			workload.WriteFilesStep("write script", files.FromString("main.mjs", `console.log("hello")`)),
+			workload.WriteFilesStep("write script", files.FromBytes("main.mjs", []byte(`console.log("hello")`))),
 		},
 		Name: "script",
 		Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error) {

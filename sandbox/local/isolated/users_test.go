@@ -117,7 +117,7 @@ func TestUserRunsTheProgramOfThatName(t *testing.T) {
 	names := []string{"-a", "-c", "X=1", "--help"}
 	var progs []files.Entry
 	for _, n := range names {
-		progs = append(progs, files.FromString("bin/"+n, "#!/bin/sh\necho \"ran ${0##*/} as $(id -un) $*\"\n").WithMode(0o755))
+		progs = append(progs, files.FromBytes("bin/"+n, []byte("#!/bin/sh\necho \"ran ${0##*/} as $(id -un) $*\"\n")).WithMode(0o755))
 	}
 	require.NoError(t, u.WriteFiles(ctx, progs))
 

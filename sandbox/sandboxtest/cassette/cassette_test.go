@@ -78,7 +78,7 @@ func scenario(t *testing.T, client *sandbox.Client) transcript {
 	sb, err := client.Create(ctx, sandbox.CreateParams{Runtime: "node24", Env: map[string]string{"API_TOKEN": canaryEnv}})
 	require.NoError(t, err)
 	require.NoError(t, sb.WriteFiles(ctx, []files.Entry{
-		files.FromString("hello.txt", "hi there\n"),
+		files.FromBytes("hello.txt", []byte("hi there\n")),
 		files.FromBytes("bin/data", []byte{0, 1, 2, 3}),
 	}))
 

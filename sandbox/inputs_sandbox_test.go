@@ -253,14 +253,19 @@ func sandboxCases() []inputCase {
 		{entry: "sandbox.Sandbox.AsUser", field: "name", call: func(f *inputFixture) error { return ignore(f.sb.AsUser("Bad User")) }},
 		{entry: "sandbox.Sandbox.CreateUser", field: "name", call: func(f *inputFixture) error { return ignore(f.sb.CreateUser(f.ctx, "")) }},
 		{entry: "sandbox.Sandbox.CreateGroup", field: "name", call: func(f *inputFixture) error { return ignore(f.sb.CreateGroup(f.ctx, long)) }},
-		{entry: "sandbox.Sandbox.AddUserToGroup", field: "user", call: func(f *inputFixture) error {
-			return f.sb.AddUserToGroup(f.ctx, "", "g")
+		{entry: "sandbox.User.AddToGroup", field: "group", call: func(f *inputFixture) error {
+			u, err := f.sb.AsUser("u")
+			if err != nil {
+				return err
+			}
+			return u.AddToGroup(f.ctx, "-g")
 		}},
-		{entry: "sandbox.Sandbox.AddUserToGroup", field: "group", call: func(f *inputFixture) error {
-			return f.sb.AddUserToGroup(f.ctx, "u", "-g")
-		}},
-		{entry: "sandbox.Sandbox.RemoveUserFromGroup", field: "group", call: func(f *inputFixture) error {
-			return f.sb.RemoveUserFromGroup(f.ctx, "u", "")
+		{entry: "sandbox.User.RemoveFromGroup", field: "group", call: func(f *inputFixture) error {
+			u, err := f.sb.AsUser("u")
+			if err != nil {
+				return err
+			}
+			return u.RemoveFromGroup(f.ctx, "")
 		}},
 		{entry: "sandbox.Sandbox.WriteFiles", field: "entries[0]", call: func(f *inputFixture) error {
 			return f.sb.WriteFiles(f.ctx, []files.Entry{{}})

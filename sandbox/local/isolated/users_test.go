@@ -57,7 +57,7 @@ func TestUsers(t *testing.T) {
 
 	g, err := sb.CreateGroup(ctx, "team")
 	require.NoError(t, err)
-	require.NoError(t, sb.AddUserToGroup(ctx, "alice", "team"))
+	require.NoError(t, u.AddToGroup(ctx, "team"))
 	assert.Contains(t, strings.Fields(run(&command.Cmd{Name: "id", Args: []string{"-Gn", "alice"}})), "team")
 	out, err := u.Output(ctx, &command.Cmd{Name: "id", Args: []string{"-Gn"}})
 	require.NoError(t, err)

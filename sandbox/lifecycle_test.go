@@ -289,6 +289,21 @@ func TestDelete(t *testing.T) {
 	assert.ErrorIs(t, e.c.Delete(t.Context(), "gone", sandbox.DeleteParams{}), sandbox.ErrNotFound)
 }
 
+func TestDeleteOrphanSnapshots(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.create("kept")
+	e.create("pruned")
+	require.NoError(t, e.c.Delete(t.Context(), "kept", sandbox.DeleteParams{}))
+	require.NoError(t, e.c.Delete(t.Context(), "pruned", sandbox.DeleteParams{OrphanSnapshots: true}))
+	kept := requests(e.srv, http.MethodDelete, "/kept")
+	pruned := requests(e.srv, http.MethodDelete, "/pruned")
+	require.Len(t, kept, 1)
+	require.Len(t, pruned, 1)
+	assert.False(t, kept[0].Query.Has("deleteOrphanSnapshots"), "the zero DeleteParams asks for nothing more")
+	assert.Equal(t, "true", pruned[0].Query.Get("deleteOrphanSnapshots"))
+}
+
 func TestForkCopiesSnapshot(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -577,4 +592,31 @@ func TestWaitStopped(t *testing.T) {
 	require.NotNil(t, res)
 	require.NotNil(t, res.Snapshot)
 	assert.Equal(t, res.Snapshot.ID, sb.Info().CurrentSnapshotID, "the handle knows the snapshot the stop took")
+}
+
+func TestGitSourceParams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := sandbox.CreateParams{Name: "from-git", Source: sandbox.GitSource("https://example.com/repo.git",
+		sandbox.GitParams{Depth: 1, Revision: "v1.2.0", Username: "x-access-token", Password: "secret-token"})}
+	_, _ = e.c.Create(t.Context(), p) // the local server may not clone; the request is what matters
+	var src map[string]any
+	for _, r := range requests(e.srv, http.MethodPost, "/sandboxes") {
+		if s, ok := jsonBody(t, r)["source"].(map[string]any); ok {
+			src = s
+		}
+	}
+	require.NotNil(t, src, "the create request carries a source")
+	assert.Equal(t, "git", src["type"])
+	assert.Equal(t, "https://example.com/repo.git", src["url"])
+	assert.Equal(t, 1.0, src["depth"])
+	assert.Equal(t, "v1.2.0", src["revision"])
+	assert.Equal(t, "x-access-token", src["username"])
+
+	_, _ = e.c.Create(t.Context(), sandbox.CreateParams{Name: "full-clone", Source: sandbox.GitSource("https://example.com/repo.git", sandbox.GitParams{})})
+	reqs := requests(e.srv, http.MethodPost, "/sandboxes")
+	last, ok := jsonBody(t, reqs[len(reqs)-1])["source"].(map[string]any)
+	require.True(t, ok)
+	assert.NotContains(t, last, "depth", "the zero GitParams clones in full")
+	assert.NotContains(t, last, "revision")
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's performance table, measured side by side in one run: the
+# The performance table of docs/performance.md, measured side by side in one run: the
 # library, its bounds (gzip alone, a byte copy of the same HTTP body, io.Copy
 # of the same download) and the official TypeScript SDK on the same paths,
 # then the peak-memory tests. Each of COUNT rounds runs every benchmark once,

@@ -8,7 +8,7 @@
 #   - The test kit and the local server never link the isolation runtime:
 #     only programs that ask for isolation (sandbox/local/isolated) do.
 #   - Nothing under internal/ imports a public package of this module, but
-#     for the exceptions the README's package map names (allowed below).
+#     for the exceptions docs/architecture.md names (allowed below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=$(GOWORK=off go list -m) # the library, not the examples' module

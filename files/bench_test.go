@@ -54,7 +54,7 @@ func BenchmarkWriteTarGz(b *testing.B) {
 				var out countWriter
 				out.w = io.Discard
 				for b.Loop() {
-					if err := WriteTarGz(context.Background(), &out, cwd, entries, WithLevel(l.level)); err != nil {
+					if err := WriteTarGz(context.Background(), &out, cwd, entries, atLevel(l.level)); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -74,7 +74,7 @@ func BenchmarkTarGzReader(b *testing.B) {
 			b.SetBytes(benchSize)
 			b.ReportAllocs()
 			for b.Loop() {
-				rc, err := newTarGzReader(context.Background(), cwd, entries, WithLevel(l.level))
+				rc, err := newTarGzReader(context.Background(), cwd, entries, atLevel(l.level))
 				if err != nil {
 					b.Fatal(err)
 				}

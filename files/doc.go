@@ -14,7 +14,7 @@
 // "vercel/sandbox/hello.txt" and "/etc/app.conf" becomes "etc/app.conf". Only regular-file entries are written; parent directories are
 // created by the server.
 //
-// WriteTarGz streams the archive into an io.Writer; sandbox.Sandbox.WriteFiles
+// WriteTarGz streams the archive into an io.Writer; sandbox.FileSystem.WriteFiles
 // sends it as it is written. Length gives the archive's exact length before
 // it is written, when it is not compressed.
 package files

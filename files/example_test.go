@@ -21,7 +21,7 @@ func Example() {
 		files.FromBytes("/etc/app.conf", []byte("debug = true\n")).WithMode(0o600),
 	}
 	var buf bytes.Buffer
-	if err := files.WriteTarGz(context.Background(), &buf, "/vercel/sandbox", entries); err != nil {
+	if err := files.WriteTarGz(context.Background(), &buf, "/vercel/sandbox", entries, files.WriteParams{}); err != nil {
 		log.Fatal(err)
 	}
 
@@ -61,10 +61,9 @@ func ExampleFromDir() {
 	}
 	defer out.Close()
 	err = files.WriteTarGz(context.Background(), out, "/vercel/sandbox", entries,
-		files.WithLevel(gzip.BestSpeed),
-		files.WithProgress(func(p files.Progress) {
+		files.WriteParams{Level: gzip.BestSpeed, Progress: func(p files.Progress) {
 			fmt.Fprintf(os.Stderr, "%d/%d bytes (%s)\n", p.Bytes, p.TotalBytes, p.Name)
-		}))
+		}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func FuzzTarRoundTrip(f *testing.F) {
 			}
 		}
 		var buf bytes.Buffer
-		err := WriteTarGz(context.Background(), &buf, cwd, entries, WithLevel(gzip.BestSpeed))
+		err := WriteTarGz(context.Background(), &buf, cwd, entries, atLevel(gzip.BestSpeed))
 		if err != nil {
 			if !errors.Is(err, apierr.ErrInvalidInput) {
 				t.Fatalf("write: unexpected error %v", err)

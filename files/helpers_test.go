@@ -3,6 +3,7 @@ package files
 import (
 	"bytes"
 	"context"
+	"github.com/klauspost/compress/gzip"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -52,10 +53,10 @@ func (r *patternReader) Read(p []byte) (int, error) {
 }
 
 // archive writes entries with WriteTarGz and returns the archive.
-func archive(t testing.TB, entries []Entry, opts ...Option) []byte {
+func archive(t testing.TB, entries []Entry, p ...WriteParams) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	require.NoError(t, WriteTarGz(context.Background(), &buf, cwd, entries, opts...))
+	require.NoError(t, WriteTarGz(context.Background(), &buf, cwd, entries, append(p, WriteParams{})[0]))
 	return buf.Bytes()
 }
 
@@ -109,4 +110,13 @@ func (w *failWriter) Write(p []byte) (int, error) {
 	}
 	w.limit -= len(p)
 	return len(p), nil
+}
+
+// atLevel asks for a gzip level as compress/gzip numbers it, where
+// gzip.NoCompression is Stored.
+func atLevel(level int) WriteParams {
+	if level == gzip.NoCompression {
+		return WriteParams{Stored: true}
+	}
+	return WriteParams{Level: level}
 }

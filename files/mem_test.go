@@ -44,7 +44,7 @@ func testBoundedMemory(t *testing.T, level int) {
 	}
 	entries = append(entries, FromBytes("data/README", []byte("generated\n")))
 
-	wantLen, known, err := Length(cwd, entries, WithLevel(level))
+	wantLen, known, err := Length(cwd, entries, atLevel(level))
 	require.NoError(t, err)
 	assert.Equal(t, level == gzip.NoCompression, known, "the length is known without compression only")
 
@@ -85,7 +85,7 @@ func testBoundedMemory(t *testing.T, level int) {
 	start := time.Now()
 	var last Progress
 	rc, err := newTarGzReader(context.Background(), cwd, entries,
-		WithLevel(level), WithProgress(func(p Progress) { last = p }))
+		WriteParams{Level: atLevel(level).Level, Stored: atLevel(level).Stored, Progress: func(p Progress) { last = p }})
 	require.NoError(t, err)
 	n, err := io.Copy(io.Discard, rc)
 	require.NoError(t, err)

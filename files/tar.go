@@ -18,7 +18,7 @@ import (
 )
 
 // DefaultProgressInterval is the least time between two progress reports
-// unless WithProgressInterval says otherwise.
+// unless WriteParams.ProgressInterval says otherwise.
 const DefaultProgressInterval = 100 * time.Millisecond
 
 const (
@@ -37,8 +37,35 @@ type Progress struct {
 	Done       bool   // the archive is complete (the last report)
 }
 
-// Option configures WriteTarGz.
-type Option func(*config)
+// WriteParams configures the writing of an archive: WriteTarGz, Length,
+// Validate and FileSystem.WriteFiles in package sandbox. The zero value
+// asks for the defaults.
+type WriteParams struct {
+	// Level is the gzip compression level, as compress/gzip numbers it:
+	// gzip.BestSpeed through gzip.BestCompression, gzip.HuffmanOnly or
+	// gzip.DefaultCompression. Zero means the default: gzip.DefaultCompression
+	// for WriteTarGz, gzip.BestSpeed for an upload. gzip.NoCompression is
+	// zero too, so an archive without compression is asked for with Stored.
+	// The archive is compressed with github.com/klauspost/compress, several
+	// times faster than compress/gzip at the same levels.
+	Level int
+	// Stored writes the archive without compression (gzip.NoCompression),
+	// which lets Length know its size before it is written; Level must
+	// then be zero. Already-compressed content uploads fastest so.
+	Stored bool
+	// ModTime is the modification time recorded for every entry (rounded
+	// to the second). Zero means the time the writing starts.
+	ModTime time.Time
+	// Progress, when set, is called with the state of the writing: at the
+	// start, then at most once per ProgressInterval, and once more when the
+	// archive is complete (Done set). It runs on the writing goroutine and
+	// should return quickly.
+	Progress func(Progress)
+	// ProgressInterval is the least time between two progress reports.
+	// Zero means DefaultProgressInterval; negative reports after every read
+	// of a source, which is meant for tests.
+	ProgressInterval time.Duration
+}
 
 type config struct {
 	level    int
@@ -47,43 +74,18 @@ type config struct {
 	modTime  time.Time
 }
 
-// WithLevel sets the gzip compression level: gzip.DefaultCompression (the
-// default), gzip.NoCompression, gzip.BestSpeed through gzip.BestCompression,
-// or gzip.HuffmanOnly; the constants of compress/gzip serve. The archive is
-// compressed with github.com/klauspost/compress, which is several times
-// faster than compress/gzip at the same levels. Already-compressed content
-// uploads faster with gzip.BestSpeed or gzip.NoCompression.
-func WithLevel(level int) Option {
-	return func(c *config) { c.level = level }
-}
-
-// WithProgress calls fn with the state of the writing: at the start, then at
-// most once per progress interval (see WithProgressInterval), and once more
-// when the archive is complete (Done set). fn runs on the writing goroutine
-// and should return quickly.
-func WithProgress(fn func(Progress)) Option {
-	return func(c *config) { c.progress = fn }
-}
-
-// WithProgressInterval sets the least time between two progress reports
-// (default DefaultProgressInterval). Zero or negative reports after every
-// read of a source, which is meant for tests.
-func WithProgressInterval(d time.Duration) Option {
-	return func(c *config) { c.interval = d }
-}
-
-// WithModTime sets the modification time recorded for every entry (rounded
-// to the second). The default is the time the writing starts.
-func WithModTime(t time.Time) Option {
-	return func(c *config) { c.modTime = t }
-}
-
-func newConfig(opts []Option) (config, error) {
-	c := config{level: gzip.DefaultCompression, interval: DefaultProgressInterval}
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
+func newConfig(p WriteParams) (config, error) {
+	c := config{level: p.Level, progress: p.Progress, interval: p.ProgressInterval, modTime: p.ModTime}
+	switch {
+	case p.Stored && p.Level != 0:
+		return c, apierr.Invalid("Level", "gzip level %d given with Stored", p.Level)
+	case p.Stored:
+		c.level = gzip.NoCompression
+	case p.Level == 0:
+		c.level = gzip.DefaultCompression
+	}
+	if c.interval == 0 {
+		c.interval = DefaultProgressInterval
 	}
 	if c.level < gzip.HuffmanOnly || c.level > gzip.BestCompression {
 		return c, apierr.Invalid("Level", "gzip level %d is not between %d and %d", c.level, gzip.HuffmanOnly, gzip.BestCompression)
@@ -106,8 +108,8 @@ type plan struct {
 // archive name, and no entry may be a parent directory of another. Problems
 // are reported as an *apierr.InputError naming the field, e.g.
 // "entries[3].Path".
-func Validate(cwd string, entries []Entry, opts ...Option) error {
-	if _, err := newConfig(opts); err != nil {
+func Validate(cwd string, entries []Entry, p WriteParams) error {
+	if _, err := newConfig(p); err != nil {
 		return err
 	}
 	_, err := newPlan(cwd, entries)
@@ -180,19 +182,19 @@ func newPlan(cwd string, entries []Entry) (*plan, error) {
 //
 // WriteTarGz checks ctx between reads and returns ctx.Err() once it is done.
 // It cannot interrupt a Write to w or a Read of a source that blocks.
-func WriteTarGz(ctx context.Context, w io.Writer, cwd string, entries []Entry, opts ...Option) error {
+func WriteTarGz(ctx context.Context, w io.Writer, cwd string, entries []Entry, p WriteParams) error {
 	if w == nil {
 		return apierr.Invalid("w", "nil writer")
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(p)
 	if err != nil {
 		return err
 	}
-	p, err := newPlan(cwd, entries)
+	pl, err := newPlan(cwd, entries)
 	if err != nil {
 		return err
 	}
-	return p.write(ctx, w, cfg)
+	return pl.write(ctx, w, cfg)
 }
 
 // mtime returns the modification time of the entries.
@@ -217,20 +219,19 @@ func (p *plan) header(i int, mtime time.Time) *tar.Header {
 
 // Length returns the exact length in bytes of the archive that WriteTarGz
 // writes for these entries and options, without reading any content. It is
-// known before writing only without compression (WithLevel with
-// gzip.NoCompression); for a compressed archive ok is false. This lets an
+// known before writing only without compression (WriteParams.Stored); for a compressed archive ok is false. This lets an
 // upload declare its Content-Length and still stream the archive. Invalid
 // entries or options are reported as by Validate.
-func Length(cwd string, entries []Entry, opts ...Option) (n int64, ok bool, err error) {
-	cfg, err := newConfig(opts)
+func Length(cwd string, entries []Entry, p WriteParams) (n int64, ok bool, err error) {
+	cfg, err := newConfig(p)
 	if err != nil {
 		return 0, false, err
 	}
-	p, err := newPlan(cwd, entries)
+	pl, err := newPlan(cwd, entries)
 	if err != nil || cfg.level != gzip.NoCompression {
 		return 0, false, err
 	}
-	n, err = p.storedLength(cfg)
+	n, err = pl.storedLength(cfg)
 	return n, err == nil, err
 }
 
@@ -435,14 +436,14 @@ func (pr *progress) report(done bool) {
 // newTarGzReader returns the archive that WriteTarGz would write, as a
 // reader that produces it while it is read (see bodypipe.New). An archive
 // of entries that are not replayable can be read only once.
-func newTarGzReader(ctx context.Context, cwd string, entries []Entry, opts ...Option) (io.ReadCloser, error) {
-	cfg, err := newConfig(opts)
+func newTarGzReader(ctx context.Context, cwd string, entries []Entry, p WriteParams) (io.ReadCloser, error) {
+	cfg, err := newConfig(p)
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPlan(cwd, entries)
+	pl, err := newPlan(cwd, entries)
 	if err != nil {
 		return nil, err
 	}
-	return bodypipe.New(ctx, func(ctx context.Context, w io.Writer) error { return p.write(ctx, w, cfg) }), nil
+	return bodypipe.New(ctx, func(ctx context.Context, w io.Writer) error { return pl.write(ctx, w, cfg) }), nil
 }

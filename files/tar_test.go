@@ -43,7 +43,7 @@ func TestRoundTrip(t *testing.T) {
 		FromBytes("../outside-cwd.txt", []byte("up one")),
 	}
 	mtime := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
-	data := archive(t, entries, WithModTime(mtime))
+	data := archive(t, entries, WriteParams{ModTime: mtime})
 
 	hdrs, err := tarx.List(bytes.NewReader(data))
 	require.NoError(t, err)
@@ -171,7 +171,7 @@ func TestValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := Validate(tt.cwd, tt.entries)
+			err := Validate(tt.cwd, tt.entries, WriteParams{})
 			require.Error(t, err)
 			var ie *apierr.InputError
 			require.True(t, errors.As(err, &ie), "%T %v", err, err)
@@ -180,9 +180,9 @@ func TestValidate(t *testing.T) {
 
 			// The writers refuse the same entries and write nothing.
 			var buf bytes.Buffer
-			assert.ErrorIs(t, WriteTarGz(context.Background(), &buf, tt.cwd, tt.entries), apierr.ErrInvalidInput)
+			assert.ErrorIs(t, WriteTarGz(context.Background(), &buf, tt.cwd, tt.entries, WriteParams{}), apierr.ErrInvalidInput)
 			assert.Zero(t, buf.Len())
-			rc, err := newTarGzReader(context.Background(), tt.cwd, tt.entries)
+			rc, err := newTarGzReader(context.Background(), tt.cwd, tt.entries, WriteParams{})
 			assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 			assert.Nil(t, rc)
 		})
@@ -190,9 +190,14 @@ func TestValidate(t *testing.T) {
 
 	// Valid lists, including absolute paths without a cwd and siblings that
 	// share a prefix.
-	assert.NoError(t, Validate("", []Entry{FromBytes("/a", []byte("")), FromBytes("/b/c", []byte(""))}))
-	assert.NoError(t, Validate(cwd, []Entry{FromBytes("a", []byte("")), FromBytes("ab/c", []byte("")), FromBytes("a.b/c", []byte("")), FromBytes("ab/d", []byte(""))}))
-	assert.NoError(t, Validate(cwd, nil))
+	assert.NoError(t, Validate("", []Entry{FromBytes("/a", []byte("")), FromBytes("/b/c", []byte(""))}, WriteParams{}))
+	assert.NoError(t, Validate(cwd, []Entry{FromBytes("a", []byte("")), FromBytes("ab/c", []byte("")), FromBytes("a.b/c", []byte("")), FromBytes("ab/d", []byte(""))}, WriteParams{}))
+	assert.NoError(t, Validate(cwd, nil, WriteParams{}))
+
+	// Parameters: Stored excludes a level; zero Level is the default.
+	assert.ErrorIs(t, Validate(cwd, nil, WriteParams{Stored: true, Level: gzip.BestSpeed}), apierr.ErrInvalidInput)
+	assert.ErrorIs(t, Validate(cwd, nil, WriteParams{Level: 10}), apierr.ErrInvalidInput)
+	assert.NoError(t, Validate(cwd, nil, WriteParams{Stored: true}))
 }
 
 // withPath is a test helper that changes an entry's destination.
@@ -204,13 +209,13 @@ func (e Entry) withPath(p string) Entry {
 func TestInvalidLevel(t *testing.T) {
 	t.Parallel()
 	for _, level := range []int{-3, 10, 100} {
-		err := WriteTarGz(context.Background(), io.Discard, cwd, nil, WithLevel(level))
+		err := WriteTarGz(context.Background(), io.Discard, cwd, nil, atLevel(level))
 		var ie *apierr.InputError
 		require.True(t, errors.As(err, &ie), "level %d: %v", level, err)
 		assert.Equal(t, "Level", ie.Field)
 	}
 	for _, level := range []int{gzip.HuffmanOnly, gzip.DefaultCompression, gzip.NoCompression, gzip.BestSpeed, gzip.BestCompression} {
-		data := archive(t, []Entry{FromBytes("a", []byte(strings.Repeat("abc", 1000)))}, WithLevel(level))
+		data := archive(t, []Entry{FromBytes("a", []byte(strings.Repeat("abc", 1000)))}, atLevel(level))
 		assert.Equal(t, map[string]string{"vercel/sandbox/a": strings.Repeat("abc", 1000)}, contents(t, data), "level %d", level)
 	}
 }
@@ -242,7 +247,7 @@ func TestFromReaderSizeMismatch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			entries := []Entry{FromBytes("first", []byte("ok")), FromReader("r.bin", tt.r, tt.size)}
-			err := WriteTarGz(context.Background(), io.Discard, cwd, entries)
+			err := WriteTarGz(context.Background(), io.Discard, cwd, entries, WriteParams{})
 			require.ErrorIs(t, err, ErrSizeMismatch)
 			var ee *EntryError
 			require.True(t, errors.As(err, &ee))
@@ -265,7 +270,7 @@ func TestFromReaderSizeMismatch(t *testing.T) {
 func TestSourceErrors(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
-	err := WriteTarGz(context.Background(), io.Discard, cwd, []Entry{FromReader("r", errReader{boom}, 10)})
+	err := WriteTarGz(context.Background(), io.Discard, cwd, []Entry{FromReader("r", errReader{boom}, 10)}, WriteParams{})
 	assert.ErrorIs(t, err, boom)
 	var ee *EntryError
 	require.True(t, errors.As(err, &ee))
@@ -280,7 +285,7 @@ func TestFromReaderIsOneShot(t *testing.T) {
 	assert.False(t, replayable(entries))
 	assert.True(t, replayable(entries[:1]))
 	_ = archive(t, entries)
-	err := WriteTarGz(context.Background(), io.Discard, cwd, entries)
+	err := WriteTarGz(context.Background(), io.Discard, cwd, entries, WriteParams{})
 	assert.ErrorIs(t, err, ErrConsumed)
 }
 
@@ -292,7 +297,7 @@ func TestReplayableArchivesAreIdentical(t *testing.T) {
 	require.NoError(t, err)
 	entries := []Entry{FromBytes("s", []byte("x")), FromBytes("b", []byte("y")), f}
 	require.True(t, replayable(entries))
-	opt := WithModTime(time.Unix(1767000000, 0))
+	opt := WriteParams{ModTime: time.Unix(1767000000, 0)}
 	first := archive(t, entries, opt)
 	assert.Equal(t, first, archive(t, entries, opt))
 
@@ -324,12 +329,12 @@ func TestFromFile(t *testing.T) {
 
 	// A changed size is an error.
 	require.NoError(t, os.WriteFile(local, []byte("longer now"), 0o600))
-	err = WriteTarGz(context.Background(), io.Discard, cwd, []Entry{e})
+	err = WriteTarGz(context.Background(), io.Discard, cwd, []Entry{e}, WriteParams{})
 	assert.ErrorIs(t, err, ErrSizeMismatch)
 
 	// A vanished file is an error naming the entry.
 	require.NoError(t, os.Remove(local))
-	err = WriteTarGz(context.Background(), io.Discard, cwd, []Entry{e})
+	err = WriteTarGz(context.Background(), io.Discard, cwd, []Entry{e}, WriteParams{})
 	var ee *EntryError
 	require.ErrorAs(t, err, &ee)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
@@ -351,7 +356,7 @@ func TestFromFileReplacedByDirectory(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.Remove(local))
 	require.NoError(t, os.Mkdir(local, 0o755))
-	err = WriteTarGz(context.Background(), io.Discard, cwd, []Entry{e})
+	err = WriteTarGz(context.Background(), io.Discard, cwd, []Entry{e}, WriteParams{})
 	var ee *EntryError
 	require.ErrorAs(t, err, &ee)
 	assert.Contains(t, err.Error(), "not a regular file")
@@ -380,7 +385,7 @@ func TestProgress(t *testing.T) {
 		FromBytes("c", randomBytes(3, 100<<10)),
 	}
 	var reports []Progress
-	data := archive(t, entries, WithProgress(func(p Progress) { reports = append(reports, p) }), WithProgressInterval(0))
+	data := archive(t, entries, WriteParams{Progress: func(p Progress) { reports = append(reports, p) }, ProgressInterval: -1})
 	require.NotEmpty(t, reports)
 	last := reports[len(reports)-1]
 	assert.True(t, last.Done)
@@ -412,11 +417,11 @@ func TestProgressIsRateLimited(t *testing.T) {
 	}
 	calls := 0
 	start := time.Now()
-	_ = archive(t, entries, WithProgress(func(Progress) { calls++ }), WithProgressInterval(time.Hour))
+	_ = archive(t, entries, WriteParams{Progress: func(Progress) { calls++ }, ProgressInterval: time.Hour})
 	assert.Equal(t, 2, calls, "the first report and the final one")
 
 	calls = 0
-	_ = archive(t, entries, WithProgress(func(Progress) { calls++ }))
+	_ = archive(t, entries, WriteParams{Progress: func(Progress) { calls++ }})
 	maxCalls := int(time.Since(start)/DefaultProgressInterval) + 3
 	assert.LessOrEqual(t, calls, maxCalls)
 }
@@ -426,7 +431,7 @@ func TestWriterErrors(t *testing.T) {
 	boom := errors.New("disk full")
 	for _, limit := range []int{0, 10, 70 << 10} {
 		w := &failWriter{limit: limit, err: boom}
-		err := WriteTarGz(context.Background(), w, cwd, []Entry{FromBytes("a", randomBytes(4, 200<<10))})
+		err := WriteTarGz(context.Background(), w, cwd, []Entry{FromBytes("a", randomBytes(4, 200<<10))}, WriteParams{})
 		assert.ErrorIs(t, err, boom, "limit %d", limit)
 		var ee *EntryError
 		assert.False(t, errors.As(err, &ee), "a destination error is not an entry error")
@@ -459,7 +464,7 @@ func TestWriteTarGzCancel(t *testing.T) {
 	var out countWriter
 	out.w = io.Discard
 	start := time.Now()
-	err := WriteTarGz(ctx, &out, cwd, []Entry{FromReader("big", src, size)}, WithLevel(gzip.NoCompression))
+	err := WriteTarGz(ctx, &out, cwd, []Entry{FromReader("big", src, size)}, atLevel(gzip.NoCompression))
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, context.Canceled, err, "ctx.Err() itself")
 	assert.Less(t, time.Since(start), 5*time.Second)
@@ -467,7 +472,7 @@ func TestWriteTarGzCancel(t *testing.T) {
 
 	// A context that is already done writes nothing.
 	var buf bytes.Buffer
-	err = WriteTarGz(ctx, &buf, cwd, []Entry{FromBytes("a", []byte("b"))})
+	err = WriteTarGz(ctx, &buf, cwd, []Entry{FromBytes("a", []byte("b"))}, WriteParams{})
 	assert.Equal(t, context.Canceled, err)
 	assert.Zero(t, buf.Len())
 }
@@ -476,7 +481,7 @@ func TestReaderCancelWhileReading(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rc, err := newTarGzReader(ctx, cwd, []Entry{FromReader("big", newPatternReader(1<<30), 1<<30)}, WithLevel(gzip.BestSpeed))
+	rc, err := newTarGzReader(ctx, cwd, []Entry{FromReader("big", newPatternReader(1<<30), 1<<30)}, atLevel(gzip.BestSpeed))
 	require.NoError(t, err)
 	buf := make([]byte, 32<<10)
 	for range 10 {
@@ -497,7 +502,7 @@ func TestReaderCancelWhileReading(t *testing.T) {
 func TestReaderCancelWhileNotReading(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	rc, err := newTarGzReader(ctx, cwd, []Entry{FromReader("big", newPatternReader(1<<30), 1<<30)})
+	rc, err := newTarGzReader(ctx, cwd, []Entry{FromReader("big", newPatternReader(1<<30), 1<<30)}, WriteParams{})
 	require.NoError(t, err)
 	_, err = rc.Read(make([]byte, 100)) // starts the writer, which then blocks in the pipe
 	require.NoError(t, err)
@@ -518,7 +523,7 @@ func TestReaderCancelWhileNotReading(t *testing.T) {
 
 func TestReaderCloseMidStream(t *testing.T) {
 	t.Parallel()
-	rc, err := newTarGzReader(context.Background(), cwd, []Entry{FromReader("big", newPatternReader(1<<30), 1<<30)})
+	rc, err := newTarGzReader(context.Background(), cwd, []Entry{FromReader("big", newPatternReader(1<<30), 1<<30)}, WriteParams{})
 	require.NoError(t, err)
 	_, err = io.ReadFull(rc, make([]byte, 256<<10))
 	require.NoError(t, err)
@@ -533,19 +538,19 @@ func TestReaderCloseMidStream(t *testing.T) {
 func TestReaderCloseWithoutRead(t *testing.T) {
 	t.Parallel()
 	e := FromReader("r", strings.NewReader("abc"), 3)
-	rc, err := newTarGzReader(context.Background(), cwd, []Entry{e})
+	rc, err := newTarGzReader(context.Background(), cwd, []Entry{e}, WriteParams{})
 	require.NoError(t, err)
 	require.NoError(t, rc.Close())
 	_, err = rc.Read(make([]byte, 10))
 	assert.ErrorIs(t, err, io.ErrClosedPipe)
 	// The source was never touched.
-	assert.NoError(t, WriteTarGz(context.Background(), io.Discard, cwd, []Entry{e}))
+	assert.NoError(t, WriteTarGz(context.Background(), io.Discard, cwd, []Entry{e}, WriteParams{}))
 }
 
 func TestReaderCancelledBeforeRead(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	rc, err := newTarGzReader(ctx, cwd, []Entry{FromBytes("a", []byte("b"))})
+	rc, err := newTarGzReader(ctx, cwd, []Entry{FromBytes("a", []byte("b"))}, WriteParams{})
 	require.NoError(t, err)
 	cancel()
 	_, err = io.ReadAll(rc)
@@ -555,7 +560,7 @@ func TestReaderCancelledBeforeRead(t *testing.T) {
 
 func TestReaderReportsEntryErrors(t *testing.T) {
 	t.Parallel()
-	rc, err := newTarGzReader(context.Background(), cwd, []Entry{FromReader("r", strings.NewReader("ab"), 3)})
+	rc, err := newTarGzReader(context.Background(), cwd, []Entry{FromReader("r", strings.NewReader("ab"), 3)}, WriteParams{})
 	require.NoError(t, err)
 	_, err = io.ReadAll(rc)
 	assert.ErrorIs(t, err, ErrSizeMismatch)
@@ -565,7 +570,7 @@ func TestReaderReportsEntryErrors(t *testing.T) {
 func TestReaderConcurrentClose(t *testing.T) {
 	t.Parallel()
 	for range 20 {
-		rc, err := newTarGzReader(context.Background(), cwd, []Entry{FromReader("big", newPatternReader(64<<20), 64<<20)})
+		rc, err := newTarGzReader(context.Background(), cwd, []Entry{FromReader("big", newPatternReader(64<<20), 64<<20)}, WriteParams{})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		wg.Add(2)
@@ -611,18 +616,18 @@ func TestLength(t *testing.T) {
 	for name, entries := range sets {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			want, known, err := Length(cwd, entries, WithLevel(gzip.NoCompression))
+			want, known, err := Length(cwd, entries, atLevel(gzip.NoCompression))
 			require.NoError(t, err)
 			require.True(t, known)
 			var got countWriter
 			got.w = io.Discard
-			require.NoError(t, WriteTarGz(context.Background(), &got, cwd, entries, WithLevel(gzip.NoCompression), WithModTime(time.Unix(1, 0))))
+			require.NoError(t, WriteTarGz(context.Background(), &got, cwd, entries, WriteParams{Stored: true, ModTime: time.Unix(1, 0)}))
 			assert.Equal(t, want, got.n, "predicted length against the bytes written")
 		})
 	}
-	_, _, err := Length(cwd, []Entry{{}})
+	_, _, err := Length(cwd, []Entry{{}}, WriteParams{})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
-	_, known, err := Length(cwd, []Entry{FromBytes("f", []byte("x"))}, WithLevel(gzip.BestSpeed))
+	_, known, err := Length(cwd, []Entry{FromBytes("f", []byte("x"))}, atLevel(gzip.BestSpeed))
 	require.NoError(t, err)
 	assert.False(t, known, "a compressed length is known only once written")
 }

@@ -156,7 +156,7 @@ func TestFromFSIsLazy(t *testing.T) {
 	fsys["a.txt"] = &fstest.MapFile{Data: []byte("new")}
 	assert.Equal(t, map[string]string{"vercel/sandbox/a.txt": "new"}, contents(t, archive(t, entries)))
 	delete(fsys, "a.txt")
-	err = WriteTarGz(context.Background(), io.Discard, cwd, entries)
+	err = WriteTarGz(context.Background(), io.Discard, cwd, entries, WriteParams{})
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
 
@@ -199,9 +199,9 @@ func TestFromFSOpensOneFileAtATime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, cfs.opened, "walking opens no file")
 	var maxOpen int
-	err = WriteTarGz(context.Background(), io.Discard, cwd, entries, WithProgressInterval(0), WithProgress(func(Progress) {
+	err = WriteTarGz(context.Background(), io.Discard, cwd, entries, WriteParams{ProgressInterval: -1, Progress: func(Progress) {
 		maxOpen = max(maxOpen, cfs.open)
-	}))
+	}})
 	require.NoError(t, err)
 	assert.Equal(t, 4, cfs.opened)
 	assert.Zero(t, cfs.open, "every file was closed")
@@ -284,7 +284,7 @@ func TestFromDirOpensInsideRootAtWriteTime(t *testing.T) {
 	require.NoError(t, os.Remove(f))
 	require.NoError(t, os.Symlink(outside, f))
 	var buf bytes.Buffer
-	err = WriteTarGz(context.Background(), &buf, cwd, entries)
+	err = WriteTarGz(context.Background(), &buf, cwd, entries, WriteParams{})
 	var ee *EntryError
 	require.ErrorAs(t, err, &ee)
 	assert.NotContains(t, buf.String(), "secret")

@@ -19,7 +19,7 @@ func downloadServer(b *testing.B) (*sandboxtest.Server, *sandbox.Sandbox, string
 	srv, _, sb := benchServer(b)
 	_, random := uploadData()
 	const path = "big.bin"
-	if err := sb.WriteFiles(context.Background(), []files.Entry{files.FromBytes(path, random)}, files.WithLevel(gzip.NoCompression)); err != nil {
+	if err := sb.FS().WriteFiles(context.Background(), []files.Entry{files.FromBytes(path, random)}, atLevel(gzip.NoCompression)); err != nil {
 		b.Fatal(err)
 	}
 	return srv, sb, path
@@ -42,12 +42,12 @@ func benchDownload(b *testing.B, open func() io.ReadCloser) {
 }
 
 // BenchmarkReadFile downloads a 64 MiB file from the fake through
-// Sandbox.ReadFile into io.Discard. Compare with BenchmarkReadFileCopy.
+// FileSystem.Open into io.Discard. Compare with BenchmarkReadFileCopy.
 func BenchmarkReadFile(b *testing.B) {
 	_, sb, path := downloadServer(b)
 	ctx := context.Background()
 	benchDownload(b, func() io.ReadCloser {
-		rc, err := sb.ReadFile(ctx, path)
+		rc, err := sb.FS().Open(ctx, path)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -275,7 +275,7 @@ func BenchmarkWriteFiles(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if err := sb.WriteFiles(ctx, entries, files.WithLevel(l.level)); err != nil {
+					if err := sb.FS().WriteFiles(ctx, entries, atLevel(l.level)); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -352,7 +352,7 @@ func BenchmarkWriteFiles1GiB(b *testing.B) {
 			var peak uint64
 			for i := 0; i < b.N; i++ {
 				hp := startHeapPeak()
-				err := sb.WriteFiles(ctx, []files.Entry{files.FromReader("big.bin", newGenReader(size), size)}, files.WithLevel(l.level))
+				err := sb.FS().WriteFiles(ctx, []files.Entry{files.FromReader("big.bin", newGenReader(size), size)}, atLevel(l.level))
 				peak = max(peak, hp.growth())
 				if err != nil {
 					b.Fatal(err)

@@ -121,9 +121,8 @@ func TestUploadOneGiBInBoundedMemory(t *testing.T) {
 	var progressBytes atomic.Int64
 	hp := startHeapPeak()
 	began := time.Now()
-	err = sb.WriteFiles(t.Context(), []files.Entry{files.FromReader("big.bin", newGenReader(size), size)},
-		files.WithLevel(gzip.NoCompression),
-		files.WithProgress(func(p files.Progress) { progressBytes.Store(p.Bytes) }))
+	err = sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromReader("big.bin", newGenReader(size), size)},
+		files.WriteParams{Stored: true, Progress: func(p files.Progress) { progressBytes.Store(p.Bytes) }})
 	elapsed := time.Since(began)
 	growth := hp.growth()
 	require.NoError(t, err)
@@ -157,7 +156,7 @@ func TestUploadReplayableInBoundedMemory(t *testing.T) {
 	require.NoError(t, err)
 
 	hp := startHeapPeak()
-	err = sb.WriteFiles(t.Context(), []files.Entry{entry}, files.WithLevel(gzip.NoCompression))
+	err = sb.FS().WriteFiles(t.Context(), []files.Entry{entry}, atLevel(gzip.NoCompression))
 	growth := hp.growth()
 	require.NoError(t, err)
 	t.Logf("uploaded 256 MiB (replayable) with peak heap growth %.1f MiB", float64(growth)/(1<<20))
@@ -173,14 +172,14 @@ func TestUpload64MiBRoundTrip(t *testing.T) {
 	const size = 64 << 20
 	e := newEnv(t)
 	sb := e.create("roundtrip")
-	require.NoError(t, sb.WriteFiles(t.Context(), []files.Entry{files.FromReader("data/big.bin", newGenReader(size), size)},
-		files.WithLevel(gzip.BestSpeed)))
+	require.NoError(t, sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromReader("data/big.bin", newGenReader(size), size)},
+		atLevel(gzip.BestSpeed)))
 
 	want := sha256.New()
 	_, err := io.Copy(want, newGenReader(size))
 	require.NoError(t, err)
 
-	rc, err := sb.ReadFile(t.Context(), "data/big.bin")
+	rc, err := sb.FS().Open(t.Context(), "data/big.bin")
 	require.NoError(t, err)
 	defer rc.Close()
 	got := sha256.New()

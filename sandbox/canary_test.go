@@ -128,7 +128,7 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 	out, err := sb.Output(ctx, &command.Cmd{Name: "echo", Args: []string{"hello"}})
 	require.NoError(t, err)
 	assert.Equal(t, "hello\n", string(out))
-	require.NoError(t, sb.WriteFiles(ctx, []files.Entry{files.FromBytes("a.txt", []byte("a"))}))
+	require.NoError(t, sb.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("a.txt", []byte("a"))}, files.WriteParams{}))
 
 	fault.Store("401")
 	_, err = c.Get(ctx, "canary")
@@ -340,7 +340,7 @@ func TestUploadSkipsSymlinksOutOfTree(t *testing.T) {
 
 	entries, err := files.FromDir("app", dir, files.TreeParams{})
 	require.NoError(t, err)
-	require.NoError(t, sb.WriteFiles(ctx, entries))
+	require.NoError(t, sb.FS().WriteFiles(ctx, entries, files.WriteParams{}))
 	assert.Contains(t, uploaded.String(), "package main", "the upload was seen")
 
 	_, err = files.FromDir("app", dir, files.TreeParams{Symlinks: files.FollowSymlinks})
@@ -348,10 +348,10 @@ func TestUploadSkipsSymlinksOutOfTree(t *testing.T) {
 
 	assert.NotContains(t, uploaded.String(), canary)
 	for _, name := range []string{"app/abs-link", "app/rel-link"} {
-		_, err := sb.ReadFile(ctx, name)
+		_, err := sb.FS().Open(ctx, name)
 		assert.ErrorIs(t, err, sandbox.ErrNotFound, name)
 	}
-	rc, err := sb.ReadFile(ctx, "app/main.go")
+	rc, err := sb.FS().Open(ctx, "app/main.go")
 	require.NoError(t, err)
 	got, err := io.ReadAll(rc)
 	rc.Close()

@@ -1,15 +1,3 @@
-// Package sandbox is a Go client for Vercel Sandbox: isolated Linux
-// microVMs that run untrusted or heavy code.
-//
-// A Client holds credentials and the HTTP transport; it creates, finds,
-// lists and deletes sandboxes. A *Sandbox is a handle to one named sandbox
-// and its current session: run commands on it, read and write files, extend
-// or stop it. Calls on a Sandbox whose session has stopped resume it
-// transparently (see WithAutoResume).
-//
-// Every call that does I/O takes a context first; cancelling it ends the
-// call. Errors are typed: *APIError for answers of the API, matched with
-// errors.Is against ErrNotFound, ErrGone and the other sentinels.
 package sandbox
 
 import (

@@ -123,7 +123,7 @@ func ExampleSandbox_Start() {
 	// stderr: "npm warn deprecated\n"
 }
 
-func ExampleSandbox_WriteFiles() {
+func ExampleFileSystem_WriteFiles() {
 	client, stop := fake(sandboxtest.NewScript())
 	defer stop()
 	ctx := context.Background()
@@ -132,20 +132,20 @@ func ExampleSandbox_WriteFiles() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = sb.WriteFiles(ctx, []files.Entry{
+	err = sb.FS().WriteFiles(ctx, []files.Entry{
 		files.FromBytes("app/main.py", []byte("print('hi')\n")),
 		files.FromBytes("app/run.sh", []byte("#!/bin/sh\npython3 main.py\n")).WithMode(0o755),
 		files.FromBytes("/etc/app.conf", []byte("debug=false\n")),
-	})
+	}, files.WriteParams{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	data, err := sb.ReadFileBytes(ctx, "app/main.py")
+	data, err := sb.FS().ReadFile(ctx, "app/main.py")
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("%s", data)
-	data, err = sb.ReadFileBytes(ctx, "/etc/app.conf")
+	data, err = sb.FS().ReadFile(ctx, "/etc/app.conf")
 	if err != nil {
 		log.Fatal(err)
 	}

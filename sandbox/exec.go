@@ -54,3 +54,8 @@ func (s *Sandbox) Attach(commandID string) (*command.Handle, error) {
 func (c *Client) Attach(ref command.Ref) (*command.Handle, error) {
 	return command.Attach(&conn.Conn{Core: c.core, SandboxName: ref.SandboxName, Reattach: c.reattach}, ref)
 }
+
+// run runs cmd attached, for the calls of this package that need a command.
+func (s *Sandbox) run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
+	return s.Run(ctx, cmd)
+}

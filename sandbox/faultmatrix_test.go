@@ -311,7 +311,7 @@ func TestFaultGoneBeforeSafeCallResumesAndReplaysOnce(t *testing.T) {
 	first := sb.SessionID()
 	h := e.srv.Inject(fault.Fault{Method: "POST", Path: "/v2/sandboxes/sessions/*/fs/mkdir", Expire: true, Times: 1})
 
-	require.NoError(t, sb.MkDir(t.Context(), "/vercel/sandbox/out"))
+	require.NoError(t, sb.FS().Mkdir(t.Context(), "/vercel/sandbox/out", 0o755))
 	assert.Equal(t, 1, h.Hits())
 	assert.NotEqual(t, first, sb.SessionID(), "resumed in a new session")
 	assert.Equal(t, []int{410, 200}, statuses(e.srv, "POST", "/fs/mkdir"), "one refusal, one replay")
@@ -551,7 +551,7 @@ func TestFaultCancelAtEveryPhase(t *testing.T) {
 		e.srv.Inject(fault.Fault{Method: "POST", Path: "/v2/sandboxes/sessions/*/fs/write", Latency: time.Hour})
 		src := &infiniteReader{}
 		err := cancelWithin(t, 200*time.Millisecond, func(ctx context.Context) error {
-			return sb.WriteFiles(ctx, []files.Entry{files.FromReader("big.bin", io.LimitReader(src, 1<<40), 1<<40)})
+			return sb.FS().WriteFiles(ctx, []files.Entry{files.FromReader("big.bin", io.LimitReader(src, 1<<40), 1<<40)}, files.WriteParams{})
 		})
 		require.ErrorIs(t, err, context.Canceled)
 		assert.Positive(t, src.read.Load(), "the upload had begun")

@@ -13,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/sbx-go/vercel-sandbox/command"
-	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
@@ -30,9 +29,7 @@ import (
 // fileOps runs the file calls for a sandbox (as its default user) or for
 // a User (through sudo -u).
 type fileOps struct {
-	run   func(ctx context.Context, cmd *command.Cmd) (*command.Result, error)
-	read  func(ctx context.Context, path string) ([]byte, error)
-	write func(ctx context.Context, entries []files.Entry) error
+	run func(ctx context.Context, cmd *command.Cmd) (*command.Result, error)
 }
 
 // maxToolOutput bounds what a file command may print (a listing of some
@@ -154,7 +151,7 @@ func findArg(p string) string {
 // find lists p (and below it down to maxDepth; -1: no limit) with
 // findFormat. follow is -L (links everywhere) or -H (the starting point).
 func (o fileOps) find(ctx context.Context, op, p, follow string, maxDepth int) ([]findRecord, error) {
-	if err := checkPath("path", p); err != nil {
+	if err := checkPath("name", p); err != nil {
 		return nil, err
 	}
 	args := []string{follow, findArg(p)}
@@ -223,6 +220,10 @@ type WalkEntry struct {
 
 func (o fileOps) walk(ctx context.Context, root string) iter.Seq2[WalkEntry, error] {
 	return func(yield func(WalkEntry, error) bool) {
+		if err := checkPath("root", root); err != nil {
+			yield(WalkEntry{}, err)
+			return
+		}
 		recs, err := o.find(ctx, "walk", root, "-H", -1)
 		if err == nil && len(recs) > 0 && !recs[0].info.IsDir() {
 			err = &fs.PathError{Op: "walk", Path: root, Err: syscall.ENOTDIR}
@@ -242,26 +243,9 @@ func (o fileOps) walk(ctx context.Context, root string) iter.Seq2[WalkEntry, err
 	}
 }
 
-func (o fileOps) exists(ctx context.Context, p string) (bool, error) {
-	if err := checkPath("path", p); err != nil {
-		return false, err
-	}
-	// test takes no "--"; with exactly two arguments it reads the second
-	// as a path whatever it looks like.
-	_, err := o.exec(ctx, "exists", p, "test", "-e", p)
-	var exit *command.ExitError
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &exit) && exit.ExitCode == 1:
-		return false, nil
-	}
-	return false, err
-}
-
 // simple runs a tool whose only output is its exit status.
 func (o fileOps) simple(ctx context.Context, op, p, name string, args ...string) error {
-	if err := checkPath("path", p); err != nil {
+	if err := checkPath("name", p); err != nil {
 		return err
 	}
 	_, err := o.exec(ctx, op, p, name, args...)
@@ -270,7 +254,7 @@ func (o fileOps) simple(ctx context.Context, op, p, name string, args ...string)
 
 // pathOutput runs a -z tool and returns its one NUL-terminated answer.
 func (o fileOps) pathOutput(ctx context.Context, op, p, name string, args ...string) (string, error) {
-	if err := checkPath("path", p); err != nil {
+	if err := checkPath("name", p); err != nil {
 		return "", err
 	}
 	out, err := o.exec(ctx, op, p, name, args...)
@@ -294,8 +278,19 @@ func (o fileOps) readlink(ctx context.Context, p string) (string, error) {
 }
 
 func (o fileOps) chmod(ctx context.Context, p string, mode fs.FileMode) error {
+	bits, err := modeBits("mode", mode)
+	if err != nil {
+		return err
+	}
+	return o.simple(ctx, "chmod", p, "chmod", fmt.Sprintf("%04o", bits), "--", p)
+}
+
+// modeBits returns mode as the octal bits chmod takes, refusing, as an
+// *InputError for field, any bit but permission, setuid, setgid and
+// sticky.
+func modeBits(field string, mode fs.FileMode) (uint32, error) {
 	if mode&^(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 {
-		return apierr.Invalid("mode", "only permission, setuid, setgid and sticky bits can be set, got %v", mode)
+		return 0, apierr.Invalid(field, "only permission, setuid, setgid and sticky bits can be set, got %v", mode)
 	}
 	bits := uint32(mode.Perm())
 	for _, b := range []struct {
@@ -306,7 +301,7 @@ func (o fileOps) chmod(ctx context.Context, p string, mode fs.FileMode) error {
 			bits |= b.v
 		}
 	}
-	return o.simple(ctx, "chmod", p, "chmod", fmt.Sprintf("%04o", bits), "--", p)
+	return bits, nil
 }
 
 func (o fileOps) chown(ctx context.Context, p string, uid, gid int) error {
@@ -321,7 +316,7 @@ func (o fileOps) chown(ctx context.Context, p string, uid, gid int) error {
 		owner += ":" + strconv.Itoa(gid)
 	}
 	if owner == "" {
-		return checkPath("path", p)
+		return checkPath("name", p)
 	}
 	return o.simple(ctx, "chown", p, "chown", owner, "--", p)
 }
@@ -347,17 +342,6 @@ func (o fileOps) mkdirTemp(ctx context.Context, dir, pattern string) (string, er
 	return strings.TrimSuffix(out, "\n"), err
 }
 
-func (o fileOps) appendFile(ctx context.Context, p string, data []byte) error {
-	if err := checkFilePath("path", p); err != nil {
-		return err
-	}
-	old, err := o.read(ctx, p)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return o.write(ctx, []files.Entry{files.FromBytes(p, append(old, data...))})
-}
-
 func (o fileOps) remove(ctx context.Context, p string) error {
 	return o.simple(ctx, "remove", p, "rm", "-d", "--", p)
 }
@@ -373,20 +357,9 @@ func (o fileOps) rename(ctx context.Context, oldpath, newpath string) error {
 	return o.simple(ctx, "rename", oldpath, "mv", "-f", "-T", "--", oldpath, newpath)
 }
 
-func (o fileOps) copyFile(ctx context.Context, src, dst string) error {
-	if err := checkPath("dst", dst); err != nil {
-		return err
-	}
-	return o.simple(ctx, "copyfile", src, "cp", "-T", "--", src, dst)
-}
-
 func (o fileOps) symlink(ctx context.Context, oldname, newname string) error {
 	if err := checkPath("oldname", oldname); err != nil {
 		return err
 	}
 	return o.simple(ctx, "symlink", newname, "ln", "-s", "--", oldname, newname)
-}
-
-func (o fileOps) realpath(ctx context.Context, p string) (string, error) {
-	return o.pathOutput(ctx, "realpath", p, "realpath", "-e", "-z", "--", p)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log"
-	"path"
 	"strings"
 	"text/template"
 
@@ -27,40 +26,40 @@ func exampleSandbox() (*sandbox.Sandbox, *sandbox.Client, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = sb.WriteFiles(ctx, []files.Entry{
+	err = sb.FS().WriteFiles(ctx, []files.Entry{
 		files.FromBytes("app/main.go", []byte("package main\n")),
 		files.FromBytes("app/README.md", []byte("# app\n")),
 		files.FromBytes("app/web/index.tmpl", []byte(`{{define "index"}}Hello, {{.}}!{{end}}`)),
-	})
+	}, files.WriteParams{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	return sb, client, stop
 }
 
-func ExampleSandbox_Stat() {
+func ExampleFileSystem_Stat() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
-	fi, err := sb.Stat(context.Background(), "app/main.go")
+	fi, err := sb.FS().Stat(context.Background(), "app/main.go")
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(fi.Name(), fi.Size(), fi.Mode())
-	_, err = sb.Stat(context.Background(), "app/missing.go")
+	_, err = sb.FS().Stat(context.Background(), "app/missing.go")
 	fmt.Println(errors.Is(err, fs.ErrNotExist))
 	// Output:
 	// main.go 13 -rw-r--r--
 	// true
 }
 
-func ExampleSandbox_Lstat() {
+func ExampleFileSystem_Lstat() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	ctx := context.Background()
-	if err := sb.Symlink(ctx, "main.go", "app/entry"); err != nil {
+	if err := sb.FS().Symlink(ctx, "main.go", "app/entry"); err != nil {
 		log.Fatal(err)
 	}
-	fi, err := sb.Lstat(ctx, "app/entry")
+	fi, err := sb.FS().Lstat(ctx, "app/entry")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -68,18 +67,10 @@ func ExampleSandbox_Lstat() {
 	// Output: true main.go
 }
 
-func ExampleSandbox_Exists() {
+func ExampleFileSystem_ReadDir() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
-	ok, err := sb.Exists(context.Background(), "app/README.md")
-	fmt.Println(ok, err)
-	// Output: true <nil>
-}
-
-func ExampleSandbox_ReadDir() {
-	sb, _, stop := exampleSandbox()
-	defer stop()
-	entries, err := sb.ReadDir(context.Background(), "app")
+	entries, err := sb.FS().ReadDir(context.Background(), "app")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,11 +83,11 @@ func ExampleSandbox_ReadDir() {
 	// web true
 }
 
-func ExampleSandbox_Walk() {
+func ExampleFileSystem_Walk() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	n := 0
-	for e, err := range sb.Walk(context.Background(), "app") {
+	for e, err := range sb.FS().Walk(context.Background(), "app") {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -108,111 +99,87 @@ func ExampleSandbox_Walk() {
 	// Output: 3 files
 }
 
-func ExampleSandbox_Remove() {
+func ExampleFileSystem_Remove() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
-	err := sb.Remove(context.Background(), "app/web")
+	err := sb.FS().Remove(context.Background(), "app/web")
 	fmt.Println(err != nil, "(the directory is not empty)")
-	fmt.Println(sb.Remove(context.Background(), "app/README.md"))
+	fmt.Println(sb.FS().Remove(context.Background(), "app/README.md"))
 	// Output:
 	// true (the directory is not empty)
 	// <nil>
 }
 
-func ExampleSandbox_RemoveAll() {
+func ExampleFileSystem_RemoveAll() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
-	fmt.Println(sb.RemoveAll(context.Background(), "app"))
-	ok, _ := sb.Exists(context.Background(), "app")
-	fmt.Println(ok)
+	fmt.Println(sb.FS().RemoveAll(context.Background(), "app"))
+	_, err := sb.FS().Stat(context.Background(), "app")
+	fmt.Println(errors.Is(err, fs.ErrNotExist))
 	// Output:
 	// <nil>
-	// false
+	// true
 }
 
-func ExampleSandbox_Rename() {
+func ExampleFileSystem_Rename() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	ctx := context.Background()
-	if err := sb.Rename(ctx, "app/README.md", "app/README.txt"); err != nil {
+	if err := sb.FS().Rename(ctx, "app/README.md", "app/README.txt"); err != nil {
 		log.Fatal(err)
 	}
-	ok, _ := sb.Exists(ctx, "app/README.txt")
-	fmt.Println(ok)
-	// Output: true
+	_, err := sb.FS().Stat(ctx, "app/README.txt")
+	fmt.Println(err)
+	// Output: <nil>
 }
 
-func ExampleSandbox_CopyFile() {
+func ExampleFileSystem_Chmod() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	ctx := context.Background()
-	if err := sb.CopyFile(ctx, "app/main.go", "app/main.go.bak"); err != nil {
+	if err := sb.FS().Chmod(ctx, "app/main.go", 0o600); err != nil {
 		log.Fatal(err)
 	}
-	data, _ := sb.ReadFileBytes(ctx, "app/main.go.bak")
-	fmt.Printf("%q\n", data)
-	// Output: "package main\n"
-}
-
-func ExampleSandbox_Chmod() {
-	sb, _, stop := exampleSandbox()
-	defer stop()
-	ctx := context.Background()
-	if err := sb.Chmod(ctx, "app/main.go", 0o600); err != nil {
-		log.Fatal(err)
-	}
-	fi, _ := sb.Stat(ctx, "app/main.go")
+	fi, _ := sb.FS().Stat(ctx, "app/main.go")
 	fmt.Println(fi.Mode())
 	// Output: -rw-------
 }
 
-func ExampleSandbox_Chown() {
+func ExampleFileSystem_Chown() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	ctx := context.Background()
-	fi, _ := sb.Stat(ctx, "app/main.go")
+	fi, _ := sb.FS().Stat(ctx, "app/main.go")
 	st := fi.Sys().(*sandbox.FileStat)
 	// Keep the owner, set the group (-1 leaves a value unchanged).
-	fmt.Println(sb.Chown(ctx, "app/main.go", -1, st.GID))
+	fmt.Println(sb.FS().Chown(ctx, "app/main.go", -1, st.GID))
 	// Output: <nil>
 }
 
-func ExampleSandbox_Symlink() {
+func ExampleFileSystem_Symlink() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
-	err := sb.Symlink(context.Background(), "main.go", "app/README.md")
+	err := sb.FS().Symlink(context.Background(), "main.go", "app/README.md")
 	fmt.Println(errors.Is(err, fs.ErrExist))
 	// Output: true
 }
 
-func ExampleSandbox_Readlink() {
+func ExampleFileSystem_Readlink() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	ctx := context.Background()
-	if err := sb.Symlink(ctx, "web/index.tmpl", "app/current"); err != nil {
+	if err := sb.FS().Symlink(ctx, "web/index.tmpl", "app/current"); err != nil {
 		log.Fatal(err)
 	}
-	target, err := sb.Readlink(ctx, "app/current")
+	target, err := sb.FS().Readlink(ctx, "app/current")
 	fmt.Println(target, err)
 	// Output: web/index.tmpl <nil>
 }
 
-func ExampleSandbox_Realpath() {
+func ExampleFileSystem_MkdirTemp() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
-	ctx := context.Background()
-	real, err := sb.Realpath(ctx, "app/web/../main.go")
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(path.IsAbs(real), strings.HasSuffix(real, "/app/main.go"))
-	// Output: true true
-}
-
-func ExampleSandbox_MkdirTemp() {
-	sb, _, stop := exampleSandbox()
-	defer stop()
-	dir, err := sb.MkdirTemp(context.Background(), "app", "build-*.d")
+	dir, err := sb.FS().MkdirTemp(context.Background(), "app", "build-*.d")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -220,25 +187,11 @@ func ExampleSandbox_MkdirTemp() {
 	// Output: true true
 }
 
-func ExampleSandbox_AppendFile() {
-	sb, _, stop := exampleSandbox()
-	defer stop()
-	ctx := context.Background()
-	for _, line := range []string{"one\n", "two\n"} {
-		if err := sb.AppendFile(ctx, "app/log.txt", []byte(line)); err != nil {
-			log.Fatal(err)
-		}
-	}
-	data, _ := sb.ReadFileBytes(ctx, "app/log.txt")
-	fmt.Printf("%q\n", data)
-	// Output: "one\ntwo\n"
-}
-
-func ExampleSandbox_DirFS() {
+func ExampleFileSystem_DirFS() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	// The view carries the context of its calls.
-	fsys := sb.DirFS(context.Background(), "app")
+	fsys := sb.FS().DirFS(context.Background(), "app")
 	matches, err := fs.Glob(fsys, "*.md")
 	if err != nil {
 		log.Fatal(err)

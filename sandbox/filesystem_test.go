@@ -39,9 +39,9 @@ func TestFileCallsHandleOddNames(t *testing.T) {
 	for _, n := range oddNames {
 		entries = append(entries, files.FromBytes("dir/"+n, []byte(n)))
 	}
-	require.NoError(t, sb.WriteFiles(ctx, entries))
+	require.NoError(t, sb.FS().WriteFiles(ctx, entries, files.WriteParams{}))
 
-	list, err := sb.ReadDir(ctx, "dir")
+	list, err := sb.FS().ReadDir(ctx, "dir")
 	require.NoError(t, err)
 	var names []string
 	for _, d := range list {
@@ -56,16 +56,13 @@ func TestFileCallsHandleOddNames(t *testing.T) {
 
 	for _, n := range oddNames {
 		p := cwd + "/dir/" + n
-		fi, err := sb.Stat(ctx, p)
+		fi, err := sb.FS().Stat(ctx, p)
 		require.NoError(t, err, "%q", n)
 		require.Equal(t, n, fi.Name())
 		require.Equal(t, p, fi.Sys().(*sandbox.FileStat).Path)
-		ok, err := sb.Exists(ctx, p)
-		require.NoError(t, err)
-		require.True(t, ok, "%q exists", n)
 	}
-	require.NoError(t, sb.Rename(ctx, "dir/-leading-dash", "dir/new\nname"))
-	data, err := sb.ReadFileBytes(ctx, cwd+"/dir/new\nname")
+	require.NoError(t, sb.FS().Rename(ctx, "dir/-leading-dash", "dir/new\nname"))
+	data, err := sb.FS().ReadFile(ctx, cwd+"/dir/new\nname")
 	require.NoError(t, err)
 	require.Equal(t, "-leading-dash", string(data))
 }
@@ -74,39 +71,33 @@ func TestStatLstatAndLinks(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	sb, cwd := localSandbox(t)
-	require.NoError(t, sb.WriteFile(ctx, "a file", []byte("hello")))
-	require.NoError(t, sb.Symlink(ctx, "a file", cwd+"/link"))
+	require.NoError(t, sb.FS().WriteFile(ctx, "a file", []byte("hello"), 0o644))
+	require.NoError(t, sb.FS().Symlink(ctx, "a file", cwd+"/link"))
 
-	fi, err := sb.Stat(ctx, cwd+"/link")
+	fi, err := sb.FS().Stat(ctx, cwd+"/link")
 	require.NoError(t, err)
 	require.True(t, fi.Mode().IsRegular(), "Stat follows the link")
 	require.EqualValues(t, 5, fi.Size())
 	require.False(t, fi.ModTime().IsZero())
 
-	li, err := sb.Lstat(ctx, "link")
+	li, err := sb.FS().Lstat(ctx, "link")
 	require.NoError(t, err)
 	require.Equal(t, fs.ModeSymlink, li.Mode().Type())
 	st := li.Sys().(*sandbox.FileStat)
 	require.Equal(t, "a file", st.LinkTarget)
 	require.NotEmpty(t, st.User)
 
-	target, err := sb.Readlink(ctx, "link")
+	target, err := sb.FS().Readlink(ctx, "link")
 	require.NoError(t, err)
 	require.Equal(t, "a file", target)
-	real, err := sb.Realpath(ctx, "link")
-	require.NoError(t, err)
-	require.Equal(t, path.Join(cwd, "a file"), real)
 
-	require.NoError(t, sb.Symlink(ctx, "nowhere", "dangling"))
-	_, err = sb.Stat(ctx, "dangling")
+	require.NoError(t, sb.FS().Symlink(ctx, "nowhere", "dangling"))
+	_, err = sb.FS().Stat(ctx, "dangling")
 	require.ErrorIs(t, err, fs.ErrNotExist, "a dangling link does not exist for Stat")
-	ok, err := sb.Exists(ctx, "dangling")
-	require.NoError(t, err)
-	require.False(t, ok)
-	_, err = sb.Lstat(ctx, "dangling")
+	_, err = sb.FS().Lstat(ctx, "dangling")
 	require.NoError(t, err, "but Lstat sees the link")
 
-	_, err = sb.Readlink(ctx, "a file")
+	_, err = sb.FS().Readlink(ctx, "a file")
 	require.ErrorIs(t, err, syscall.EINVAL, "not a link")
 }
 
@@ -114,69 +105,64 @@ func TestChangeCallsOnRealTools(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	sb, cwd := localSandbox(t)
-	require.NoError(t, sb.WriteFile(ctx, "f", []byte("one")))
-
-	require.NoError(t, sb.AppendFile(ctx, "f", []byte("+two")))
-	require.NoError(t, sb.AppendFile(ctx, "g", []byte("new")))
-	require.NoError(t, sb.CopyFile(ctx, "f", "copy"))
-	data, err := sb.ReadFileBytes(ctx, "copy")
+	require.NoError(t, sb.FS().WriteFile(ctx, "f", []byte("one"), 0o644))
+	require.NoError(t, sb.FS().WriteFile(ctx, "g", []byte("new"), 0o644))
+	require.NoError(t, sb.FS().Rename(ctx, "f", "copy"))
+	data, err := sb.FS().ReadFile(ctx, "copy")
 	require.NoError(t, err)
-	require.Equal(t, "one+two", string(data))
+	require.Equal(t, "one", string(data))
 
-	require.NoError(t, sb.Chmod(ctx, "copy", 0o640|fs.ModeSetgid))
-	fi, err := sb.Stat(ctx, "copy")
+	require.NoError(t, sb.FS().Chmod(ctx, "copy", 0o640|fs.ModeSetgid))
+	fi, err := sb.FS().Stat(ctx, "copy")
 	require.NoError(t, err)
 	require.Equal(t, 0o640|fs.ModeSetgid, fi.Mode())
 	st := fi.Sys().(*sandbox.FileStat)
-	require.NoError(t, sb.Chown(ctx, "copy", st.UID, st.GID), "giving a file to its owner")
+	require.NoError(t, sb.FS().Chown(ctx, "copy", st.UID, st.GID), "giving a file to its owner")
 
-	tmp, err := sb.MkdirTemp(ctx, cwd, "job-*.d")
+	tmp, err := sb.FS().MkdirTemp(ctx, cwd, "job-*.d")
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(path.Base(tmp), "job-") && strings.HasSuffix(tmp, ".d"), tmp)
-	dfi, err := sb.Stat(ctx, tmp)
+	dfi, err := sb.FS().Stat(ctx, tmp)
 	require.NoError(t, err)
 	require.True(t, dfi.IsDir())
 
-	require.NoError(t, sb.WriteFiles(ctx, []files.Entry{files.FromBytes("tree/a/b/c.txt", []byte("c")), files.FromBytes("tree/top", []byte("t"))}))
+	require.NoError(t, sb.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("tree/a/b/c.txt", []byte("c")), files.FromBytes("tree/top", []byte("t"))}, files.WriteParams{}))
 	var walked []string
-	for e, err := range sb.Walk(ctx, "tree") {
+	for e, err := range sb.FS().Walk(ctx, "tree") {
 		require.NoError(t, err)
 		walked = append(walked, e.Path)
 	}
 	require.ElementsMatch(t, []string{"tree/a", "tree/a/b", "tree/a/b/c.txt", "tree/top"}, walked)
 
-	err = sb.Remove(ctx, "tree")
+	err = sb.FS().Remove(ctx, "tree")
 	require.ErrorIs(t, err, syscall.ENOTEMPTY, "Remove leaves a full directory alone")
-	require.NoError(t, sb.RemoveAll(ctx, "tree"))
-	require.NoError(t, sb.RemoveAll(ctx, "tree"), "removing what is gone is not an error")
-	require.NoError(t, sb.Remove(ctx, "g"))
-	ok, err := sb.Exists(ctx, "g")
-	require.NoError(t, err)
-	require.False(t, ok)
+	require.NoError(t, sb.FS().RemoveAll(ctx, "tree"))
+	require.NoError(t, sb.FS().RemoveAll(ctx, "tree"), "removing what is gone is not an error")
+	require.NoError(t, sb.FS().Remove(ctx, "g"))
+	_, err = sb.FS().Lstat(ctx, "g")
+	require.ErrorIs(t, err, fs.ErrNotExist)
 }
 
 func TestFileCallErrors(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	sb, _ := localSandbox(t)
-	require.NoError(t, sb.WriteFile(ctx, "here", []byte("x")))
+	require.NoError(t, sb.FS().WriteFile(ctx, "here", []byte("x"), 0o644))
 
 	missing := []struct {
 		op   string
 		call func() error
 	}{
-		{"stat", func() error { _, err := sb.Stat(ctx, "gone"); return err }},
-		{"lstat", func() error { _, err := sb.Lstat(ctx, "gone"); return err }},
-		{"readdir", func() error { _, err := sb.ReadDir(ctx, "gone"); return err }},
-		{"remove", func() error { return sb.Remove(ctx, "gone") }},
-		{"rename", func() error { return sb.Rename(ctx, "gone", "else") }},
-		{"copyfile", func() error { return sb.CopyFile(ctx, "gone", "else") }},
-		{"chmod", func() error { return sb.Chmod(ctx, "gone", 0o600) }},
-		{"chown", func() error { return sb.Chown(ctx, "gone", 0, 0) }},
-		{"readlink", func() error { _, err := sb.Readlink(ctx, "gone"); return err }},
-		{"realpath", func() error { _, err := sb.Realpath(ctx, "gone"); return err }},
+		{"stat", func() error { _, err := sb.FS().Stat(ctx, "gone"); return err }},
+		{"lstat", func() error { _, err := sb.FS().Lstat(ctx, "gone"); return err }},
+		{"readdir", func() error { _, err := sb.FS().ReadDir(ctx, "gone"); return err }},
+		{"remove", func() error { return sb.FS().Remove(ctx, "gone") }},
+		{"rename", func() error { return sb.FS().Rename(ctx, "gone", "else") }},
+		{"chmod", func() error { return sb.FS().Chmod(ctx, "gone", 0o600) }},
+		{"chown", func() error { return sb.FS().Chown(ctx, "gone", 0, 0) }},
+		{"readlink", func() error { _, err := sb.FS().Readlink(ctx, "gone"); return err }},
 		{"walk", func() error {
-			for _, err := range sb.Walk(ctx, "gone") {
+			for _, err := range sb.FS().Walk(ctx, "gone") {
 				return err
 			}
 			return nil
@@ -193,11 +179,11 @@ func TestFileCallErrors(t *testing.T) {
 		require.ErrorAs(t, err, &exit, "%s: the command's exit stays reachable", m.op)
 	}
 
-	err := sb.Symlink(ctx, "x", "here")
+	err := sb.FS().Symlink(ctx, "x", "here")
 	require.ErrorIs(t, err, fs.ErrExist)
-	_, err = sb.ReadDir(ctx, "here")
+	_, err = sb.FS().ReadDir(ctx, "here")
 	require.ErrorIs(t, err, syscall.ENOTDIR)
-	_, err = sb.MkdirTemp(ctx, "/nonexistent-dir", "x")
+	_, err = sb.FS().MkdirTemp(ctx, "/nonexistent-dir", "x")
 	require.ErrorIs(t, err, fs.ErrNotExist)
 }
 
@@ -208,27 +194,21 @@ func TestFileCallPermissionDenied(t *testing.T) {
 	ctx := t.Context()
 	e := newEnv(t)
 	denied := sandboxtest.Reply{Stderr: "tool: cannot access '/root/x': Permission denied\n", ExitCode: 1}
-	for _, name := range []string{"find", "rm", "mv", "cp", "chmod", "ln", "realpath", "test"} {
+	for _, name := range []string{"find", "rm", "mv", "cp", "chmod", "ln", "mkdir"} {
 		e.handle(name, denied)
 	}
 	e.handle("chown", sandboxtest.Reply{Stderr: "chown: changing ownership of '/root/x': Operation not permitted\n", ExitCode: 1})
 	sb := e.create("")
 	checks := map[string]error{}
-	_, checks["stat"] = sb.Stat(ctx, "/root/x")
-	_, checks["readdir"] = sb.ReadDir(ctx, "/root/x")
-	checks["remove"] = sb.Remove(ctx, "/root/x")
-	checks["rename"] = sb.Rename(ctx, "/root/x", "/tmp/y")
-	checks["copyfile"] = sb.CopyFile(ctx, "/root/x", "/tmp/y")
-	checks["chmod"] = sb.Chmod(ctx, "/root/x", 0o600)
-	checks["chown"] = sb.Chown(ctx, "/root/x", 1000, -1)
-	checks["symlink"] = sb.Symlink(ctx, "t", "/root/x")
-	_, checks["realpath"] = sb.Realpath(ctx, "/root/x")
-	_, checks["exists"] = sb.Exists(ctx, "/root/x")
+	_, checks["stat"] = sb.FS().Stat(ctx, "/root/x")
+	_, checks["readdir"] = sb.FS().ReadDir(ctx, "/root/x")
+	checks["remove"] = sb.FS().Remove(ctx, "/root/x")
+	checks["rename"] = sb.FS().Rename(ctx, "/root/x", "/tmp/y")
+	checks["chmod"] = sb.FS().Chmod(ctx, "/root/x", 0o600)
+	checks["chown"] = sb.FS().Chown(ctx, "/root/x", 1000, -1)
+	checks["symlink"] = sb.FS().Symlink(ctx, "t", "/root/x")
+	checks["mkdir"] = sb.FS().Mkdir(ctx, "/root/x", 0o700)
 	for op, err := range checks {
-		if op == "exists" {
-			require.NoError(t, err, "exit 1 of test means false")
-			continue
-		}
 		require.ErrorIs(t, err, fs.ErrPermission, op)
 		require.Contains(t, err.Error(), "/root/x", op)
 	}
@@ -245,13 +225,13 @@ func TestFileCallsValidateInput(t *testing.T) {
 	e := newEnv(t)
 	sb := e.create("")
 	before := len(e.srv.Requests())
-	_, err := sb.Stat(ctx, "")
+	_, err := sb.FS().Stat(ctx, "")
 	require.ErrorIs(t, err, sandbox.ErrInvalidInput)
-	require.ErrorIs(t, sb.Remove(ctx, "a\x00b"), sandbox.ErrInvalidInput)
-	require.ErrorIs(t, sb.Rename(ctx, "a", ""), sandbox.ErrInvalidInput)
-	require.ErrorIs(t, sb.Chmod(ctx, "a", fs.ModeDir|0o755), sandbox.ErrInvalidInput)
-	require.ErrorIs(t, sb.Chown(ctx, "a", -2, 0), sandbox.ErrInvalidInput)
-	_, err = sb.MkdirTemp(ctx, "/tmp", "a/b")
+	require.ErrorIs(t, sb.FS().Remove(ctx, "a\x00b"), sandbox.ErrInvalidInput)
+	require.ErrorIs(t, sb.FS().Rename(ctx, "a", ""), sandbox.ErrInvalidInput)
+	require.ErrorIs(t, sb.FS().Chmod(ctx, "a", fs.ModeDir|0o755), sandbox.ErrInvalidInput)
+	require.ErrorIs(t, sb.FS().Chown(ctx, "a", -2, 0), sandbox.ErrInvalidInput)
+	_, err = sb.FS().MkdirTemp(ctx, "/tmp", "a/b")
 	require.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	require.Len(t, e.srv.Requests(), before, "refused before any request")
 }
@@ -260,12 +240,12 @@ func TestDirFSWorksWithTheStandardLibrary(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	sb, cwd := localSandbox(t)
-	require.NoError(t, sb.WriteFiles(ctx, []files.Entry{
+	require.NoError(t, sb.FS().WriteFiles(ctx, []files.Entry{
 		files.FromBytes("site/index.tmpl", []byte(`{{define "index"}}Hello {{.}}{{end}}`)),
 		files.FromBytes("site/parts/footer.tmpl", []byte(`{{define "footer"}}bye{{end}}`)),
 		files.FromBytes("site/notes.txt", []byte("n")),
-	}))
-	fsys := sb.DirFS(ctx, cwd+"/site")
+	}, files.WriteParams{}))
+	fsys := sb.FS().DirFS(ctx, cwd+"/site")
 	require.NoError(t, fstest.TestFS(fsys, "index.tmpl", "parts/footer.tmpl", "notes.txt"))
 
 	matches, err := fs.Glob(fsys, "*/*.tmpl")

@@ -18,37 +18,28 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
-// WriteFiles uploads entries into the sandbox as one streamed tar.gz: the
-// archive is produced while it is sent, so memory stays bounded whatever
-// the size. Relative paths are relative to the session's cwd; parent
-// directories are created. Options set the compression level (default
-// gzip.BestSpeed) and a progress callback. The upload is sent chunked,
-// or with a Content-Length on a client made WithSizedUploads; a 411 or 400
-// answer to a chunked upload is a *ChunkedUploadError.
-//
-// When every entry can be reopened (bytes, local files, fs.FS trees) a
-// failed upload is retried and, after a 410, replayed on the resumed
-// session. An upload with an entry read from a plain io.Reader is sent
-// exactly once (a sized upload spooled to a file is retried from it).
-func (s *Sandbox) WriteFiles(ctx context.Context, entries []files.Entry, opts ...files.Option) error {
+// writeFiles sends an upload; see FileSystem.WriteFiles.
+func (s *Sandbox) writeFiles(ctx context.Context, entries []files.Entry, p files.WriteParams) error {
 	if len(entries) == 0 {
-		return nil
+		return files.Validate("/", nil, p)
 	}
 	// Fast compression unless the caller chose: the default level costs
 	// four times the CPU for a few percent, and nothing on random data.
-	opts = append([]files.Option{files.WithLevel(gzip.BestSpeed)}, opts...)
+	if p.Level == 0 && !p.Stored {
+		p.Level = gzip.BestSpeed
+	}
 	replayable := true
 	for _, e := range entries {
 		replayable = replayable && e.Replayable()
 	}
-	body := &uploadBody{conf: s.c.upload, entries: entries, opts: opts}
+	body := &uploadBody{conf: s.c.upload, entries: entries, params: p}
 	defer body.close()
 	upload := func(sid string) error {
 		cwd := s.Cwd()
 		if !strings.HasPrefix(cwd, "/") {
 			return fmt.Errorf("vercel sandbox: session %s reports a working directory that is not absolute (%q)", sid, cwd)
 		}
-		if err := files.Validate(cwd, entries, opts...); err != nil {
+		if err := files.Validate(cwd, entries, p); err != nil {
 			return err
 		}
 		call := &httpcore.Call{Method: "POST", Path: sessionPath(sid) + "/fs/write", ContentType: wire.ContentGzip,
@@ -74,42 +65,15 @@ func (s *Sandbox) WriteFiles(ctx context.Context, entries []files.Entry, opts ..
 	return upload(sid)
 }
 
-// WriteFile uploads one file with mode 0644. A path that names a
-// directory ("a/", "a/.") is refused.
-func (s *Sandbox) WriteFile(ctx context.Context, path string, data []byte) error {
-	if err := checkFilePath("path", path); err != nil {
-		return err
-	}
-	return s.WriteFiles(ctx, []files.Entry{files.FromBytes(path, data)})
-}
-
 // checkFilePath refuses, as an *InputError for field, a path that no file
 // can have: the rules of files.Validate.
 func checkFilePath(field, p string) error {
-	err := files.Validate("/", []files.Entry{files.FromBytes(p, nil)})
+	err := files.Validate("/", []files.Entry{files.FromBytes(p, nil)}, files.WriteParams{})
 	var ie *InputError
 	if errors.As(err, &ie) {
 		return apierr.Invalid(field, "%s", ie.Reason)
 	}
 	return err
-}
-
-// ReadOption refines ReadFile, ReadFileBytes and DownloadFile.
-type ReadOption func(*readConfig)
-
-type readConfig struct {
-	cwd      string
-	progress func(read, total int64)
-}
-
-// ReadCwd resolves a relative path against dir instead of the session's
-// working directory.
-func ReadCwd(dir string) ReadOption { return func(c *readConfig) { c.cwd = dir } }
-
-// ReadProgress calls fn with the bytes read so far and the total size (-1
-// when unknown) as the download proceeds.
-func ReadProgress(fn func(read, total int64)) ReadOption {
-	return func(c *readConfig) { c.progress = fn }
 }
 
 // notExist marks a 404 from fs/read as fs.ErrNotExist while keeping the
@@ -120,29 +84,22 @@ func (e *notExist) Error() string        { return "file does not exist" }
 func (e *notExist) Unwrap() error        { return e.err }
 func (e *notExist) Is(target error) bool { return target == fs.ErrNotExist }
 
-// ReadFile opens a file of the sandbox for streaming. The caller must
-// close it. A missing file gives an error matching fs.ErrNotExist (and
-// ErrNotFound). An answer that is not file content is an error, never data.
-func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOption) (io.ReadCloser, error) {
-	var o readConfig
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	if err := checkPath("path", path); err != nil {
-		return nil, err
-	}
-	if r := wire.TextFault(o.cwd); r != "" {
-		return nil, apierr.Invalid("cwd", "ReadCwd %s", r)
+// open opens a file for streaming through the file API and returns its
+// size (-1 when unknown). A missing file gives an error matching
+// fs.ErrNotExist (and ErrNotFound). An answer that is not file content is
+// an error, never data.
+func (s *Sandbox) open(ctx context.Context, path string) (io.ReadCloser, int64, error) {
+	if err := checkPath("name", path); err != nil {
+		return nil, 0, err
 	}
 	var body io.ReadCloser
+	var size int64
 	err := s.withSession(ctx, func(sid string) error {
 		resp, err := s.c.core.Do(ctx, &httpcore.Call{Method: "POST", Path: sessionPath(sid) + "/fs/read",
-			JSON: wire.PathRequest{Path: path, Cwd: o.cwd}, Op: "read file", SandboxName: s.name, SessionID: sid, Stream: true})
+			JSON: wire.PathRequest{Path: path}, Op: "read file", SandboxName: s.name, SessionID: sid, Stream: true})
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
-				return &fs.PathError{Op: "read", Path: path, Err: &notExist{err: err}}
+				return &fs.PathError{Op: "open", Path: path, Err: &notExist{err: err}}
 			}
 			return err
 		}
@@ -152,16 +109,13 @@ func (s *Sandbox) ReadFile(ctx context.Context, path string, opts ...ReadOption)
 				RequestID: resp.Header.Get("X-Vercel-Id"),
 				Err:       fmt.Errorf("unexpected content type %q reading %s", resp.Header.Get("Content-Type"), path)}
 		}
-		body = resp.Body
-		if o.progress != nil {
-			body = &progressReader{ReadCloser: resp.Body, total: resp.ContentLength, fn: o.progress}
-		}
+		body, size = resp.Body, resp.ContentLength
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return body, nil
+	return body, size, nil
 }
 
 type progressReader struct {
@@ -179,33 +133,31 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// ReadFileBytes reads a whole file into memory. Use ReadFile for large
-// files.
-func (s *Sandbox) ReadFileBytes(ctx context.Context, path string, opts ...ReadOption) ([]byte, error) {
-	rc, err := s.ReadFile(ctx, path, opts...)
-	if err != nil {
-		return nil, err
+// download is FileSystem.DownloadFile.
+func (f *FileSystem) download(ctx context.Context, name, localPath string, p DownloadParams) (int64, error) {
+	if localPath == "" {
+		return 0, apierr.Invalid("localPath", "empty")
 	}
-	defer rc.Close()
-	return io.ReadAll(rc)
-}
-
-// DownloadFile copies a sandbox file to a local path, creating parent
-// directories. The local file appears complete or not at all (it is
-// written to a temporary file and renamed). It returns the bytes copied.
-func (s *Sandbox) DownloadFile(ctx context.Context, src, dst string, opts ...ReadOption) (int64, error) {
-	if dst == "" {
-		return 0, apierr.Invalid("dst", "empty")
+	var rc io.ReadCloser
+	total := int64(-1)
+	var err error
+	if f.user != nil {
+		rc, err = f.user.open(ctx, name)
+	} else {
+		rc, total, err = f.sb.open(ctx, name)
 	}
-	rc, err := s.ReadFile(ctx, src, opts...)
 	if err != nil {
 		return 0, err
 	}
 	defer rc.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if p.Progress != nil {
+		rc = &progressReader{ReadCloser: rc, total: total, fn: p.Progress}
+	}
+	dir := filepath.Dir(localPath)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.part")
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(localPath)+".*.part")
 	if err != nil {
 		return 0, err
 	}
@@ -214,7 +166,7 @@ func (s *Sandbox) DownloadFile(ctx context.Context, src, dst string, opts ...Rea
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), dst)
+		err = os.Rename(tmp.Name(), localPath)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
@@ -223,23 +175,25 @@ func (s *Sandbox) DownloadFile(ctx context.Context, src, dst string, opts ...Rea
 	return n, nil
 }
 
-// MkDir creates one directory; its parent must exist. Relative paths are
-// relative to the session's cwd.
-func (s *Sandbox) MkDir(ctx context.Context, path string) error {
-	if err := checkPath("path", path); err != nil {
+// mkdir is Mkdir and MkdirAll: through the file API for the sandbox's
+// default user and mode 0o755 (the API's own), else with mkdir.
+func (f *FileSystem) mkdir(ctx context.Context, name string, perm fs.FileMode, all bool) error {
+	if err := checkPath("name", name); err != nil {
 		return err
 	}
-	return s.mkdir(ctx, wire.PathRequest{Path: path})
-}
-
-// MkDirAll creates a directory and any missing parents, through fs/mkdir
-// with recursive: true (no command runs). An existing directory is not an
-// error.
-func (s *Sandbox) MkDirAll(ctx context.Context, path string) error {
-	if err := checkPath("path", path); err != nil {
+	bits, err := modeBits("perm", perm)
+	if err != nil {
 		return err
 	}
-	return s.mkdir(ctx, wire.PathRequest{Path: path, Recursive: true})
+	if f.user == nil && bits == 0o755 {
+		return f.sb.mkdir(ctx, wire.PathRequest{Path: name, Recursive: all})
+	}
+	args := []string{"-m", fmt.Sprintf("%04o", bits), "--", name}
+	if all {
+		args = append([]string{"-p"}, args...)
+	}
+	_, err = f.ops().exec(ctx, "mkdir", name, "mkdir", args...)
+	return err
 }
 
 // mkdir sends fs/mkdir. A file_error answer that says the path exists, or

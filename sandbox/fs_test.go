@@ -48,7 +48,7 @@ func TestWriteFilesRoundTrip(t *testing.T) {
 	}
 	entries = append(entries, fsEntries...)
 	entries = append(entries, dirEntries...)
-	require.NoError(t, sb.WriteFiles(t.Context(), entries))
+	require.NoError(t, sb.FS().WriteFiles(t.Context(), entries, files.WriteParams{}))
 
 	want := map[string]string{
 		"bytes.txt":                  "from bytes",
@@ -61,7 +61,7 @@ func TestWriteFilesRoundTrip(t *testing.T) {
 		"/opt/app/README":            "local readme",
 	}
 	for p, content := range want {
-		got, err := sb.ReadFileBytes(t.Context(), p)
+		got, err := sb.FS().ReadFile(t.Context(), p)
 		require.NoError(t, err, p)
 		assert.Equal(t, content, string(got), p)
 	}
@@ -91,16 +91,16 @@ func TestWriteFileModeOverride(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("modes")
-	require.NoError(t, sb.WriteFiles(t.Context(), []files.Entry{
+	require.NoError(t, sb.FS().WriteFiles(t.Context(), []files.Entry{
 		files.FromBytes("exec.sh", []byte("#!/bin/sh\n")).WithMode(0o750),
-	}))
+	}, files.WriteParams{}))
 	host, err := e.srv.HostPath("modes", "exec.sh")
 	require.NoError(t, err)
 	st, err := os.Stat(host)
 	require.NoError(t, err)
 	assert.Equal(t, fs.FileMode(0o750), st.Mode().Perm())
 
-	err = sb.WriteFiles(t.Context(), []files.Entry{files.FromBytes("bad", []byte("x")).WithMode(fs.ModeDir | 0o755)})
+	err = sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromBytes("bad", []byte("x")).WithMode(fs.ModeDir | 0o755)}, files.WriteParams{})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	assert.Len(t, requests(e.srv, http.MethodPost, "/fs/write"), 1, "an invalid entry sends nothing")
 }
@@ -109,13 +109,13 @@ func TestWriteFilesPathRules(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("paths")
-	require.NoError(t, sb.WriteFiles(t.Context(), []files.Entry{
+	require.NoError(t, sb.FS().WriteFiles(t.Context(), []files.Entry{
 		files.FromBytes("rel.txt", []byte("rel")),
 		files.FromBytes("/etc/app.conf", []byte("abs")),
 		files.FromBytes("a/../b.txt", []byte("dotdot inside")),
 		files.FromBytes("../up.txt", []byte("one up")),
 		files.FromBytes("//srv//data/./x.txt", []byte("cleaned")),
-	}))
+	}, files.WriteParams{}))
 	for sandboxPath, content := range map[string]string{
 		"/vercel/sandbox/rel.txt": "rel",
 		"/etc/app.conf":           "abs",
@@ -129,20 +129,17 @@ func TestWriteFilesPathRules(t *testing.T) {
 		require.NoError(t, err, sandboxPath)
 		assert.Equal(t, content, string(data), sandboxPath)
 	}
-	// Reads resolve relative paths against the cwd too, or ReadCwd.
-	data, err := sb.ReadFileBytes(t.Context(), "../up.txt")
+	// Reads resolve relative paths against the cwd too.
+	data, err := sb.FS().ReadFile(t.Context(), "../up.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "one up", string(data))
-	data, err = sb.ReadFileBytes(t.Context(), "app.conf", sandbox.ReadCwd("/etc"))
-	require.NoError(t, err)
-	assert.Equal(t, "abs", string(data))
 
 	for _, bad := range [][]files.Entry{
 		{files.FromBytes("/", []byte("root"))},
 		{files.FromBytes("", []byte("empty"))},
 		{files.FromBytes("dup.txt", []byte("1")), files.FromBytes("/vercel/sandbox/dup.txt", []byte("2"))},
 	} {
-		assert.ErrorIs(t, sb.WriteFiles(t.Context(), bad), sandbox.ErrInvalidInput)
+		assert.ErrorIs(t, sb.FS().WriteFiles(t.Context(), bad, files.WriteParams{}), sandbox.ErrInvalidInput)
 	}
 	assert.Len(t, requests(e.srv, http.MethodPost, "/fs/write"), 1)
 }
@@ -151,7 +148,7 @@ func TestReadFileMissing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("missing")
-	rc, err := sb.ReadFile(t.Context(), "nope.txt")
+	rc, err := sb.FS().Open(t.Context(), "nope.txt")
 	assert.Nil(t, rc)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
@@ -163,9 +160,9 @@ func TestReadFileMissing(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, http.StatusNotFound, ae.StatusCode)
 
-	_, err = sb.DownloadFile(t.Context(), "nope.txt", filepath.Join(t.TempDir(), "x"))
+	_, err = sb.FS().DownloadFile(t.Context(), "nope.txt", filepath.Join(t.TempDir(), "x"), sandbox.DownloadParams{})
 	assert.ErrorIs(t, err, fs.ErrNotExist)
-	_, err = sb.ReadFile(t.Context(), "")
+	_, err = sb.FS().Open(t.Context(), "")
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 }
 
@@ -183,9 +180,9 @@ func TestReadFileJSONAnswerIsNotData(t *testing.T) {
 	})
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "json"})
 	require.NoError(t, err)
-	require.NoError(t, sb.WriteFile(t.Context(), "f.txt", []byte("real")))
+	require.NoError(t, sb.FS().WriteFile(t.Context(), "f.txt", []byte("real"), 0o644))
 
-	data, err := sb.ReadFileBytes(t.Context(), "f.txt")
+	data, err := sb.FS().ReadFile(t.Context(), "f.txt")
 	require.Error(t, err)
 	assert.Nil(t, data)
 	assert.ErrorIs(t, err, sandbox.ErrDecode)
@@ -195,7 +192,7 @@ func TestReadFileJSONAnswerIsNotData(t *testing.T) {
 	assert.NotErrorIs(t, err, fs.ErrNotExist)
 
 	dst := filepath.Join(t.TempDir(), "out.txt")
-	_, err = sb.DownloadFile(t.Context(), "f.txt", dst)
+	_, err = sb.FS().DownloadFile(t.Context(), "f.txt", dst, sandbox.DownloadParams{})
 	require.Error(t, err)
 	assert.NoFileExists(t, dst)
 }
@@ -205,17 +202,17 @@ func TestDownloadFile(t *testing.T) {
 	e := newEnv(t)
 	sb := e.create("dl")
 	content := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
-	require.NoError(t, sb.WriteFile(t.Context(), "data.bin", content))
+	require.NoError(t, sb.FS().WriteFile(t.Context(), "data.bin", content, 0o644))
 
 	dir := t.TempDir()
 	dst := filepath.Join(dir, "sub", "data.bin")
 	var mu sync.Mutex
 	var reports [][2]int64
-	n, err := sb.DownloadFile(t.Context(), "data.bin", dst, sandbox.ReadProgress(func(read, total int64) {
+	n, err := sb.FS().DownloadFile(t.Context(), "data.bin", dst, sandbox.DownloadParams{Progress: func(read, total int64) {
 		mu.Lock()
 		reports = append(reports, [2]int64{read, total})
 		mu.Unlock()
-	}))
+	}})
 	require.NoError(t, err)
 	assert.Equal(t, int64(len(content)), n)
 	got, err := os.ReadFile(dst)
@@ -255,7 +252,7 @@ func TestDownloadFileIsAtomic(t *testing.T) {
 	dir := t.TempDir()
 	dst := filepath.Join(dir, "out.bin")
 	require.NoError(t, os.WriteFile(dst, []byte("previous version"), 0o644))
-	_, err = sb.DownloadFile(t.Context(), "any", dst)
+	_, err = sb.FS().DownloadFile(t.Context(), "any", dst, sandbox.DownloadParams{})
 	require.Error(t, err)
 	got, err := os.ReadFile(dst)
 	require.NoError(t, err)
@@ -269,30 +266,30 @@ func TestMkDir(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("mkdir")
-	require.NoError(t, sb.MkDir(t.Context(), "logs"))
+	require.NoError(t, sb.FS().Mkdir(t.Context(), "logs", 0o755))
 	host, err := e.srv.HostPath("mkdir", "logs")
 	require.NoError(t, err)
 	assert.DirExists(t, host)
 
-	err = sb.MkDir(t.Context(), "logs")
+	err = sb.FS().Mkdir(t.Context(), "logs", 0o755)
 	assert.ErrorIs(t, err, sandbox.ErrBadRequest, "already exists")
 	assert.ErrorIs(t, err, fs.ErrExist, "400 file_error, as hosted Vercel answers")
-	err = sb.MkDir(t.Context(), "a/b/c")
+	err = sb.FS().Mkdir(t.Context(), "a/b/c", 0o755)
 	assert.ErrorIs(t, err, sandbox.ErrBadRequest, "not recursive")
 	assert.ErrorIs(t, err, fs.ErrNotExist)
-	assert.ErrorIs(t, sb.MkDir(t.Context(), ""), sandbox.ErrInvalidInput)
+	assert.ErrorIs(t, sb.FS().Mkdir(t.Context(), "", 0o755), sandbox.ErrInvalidInput)
 
 	reqs := requests(e.srv, http.MethodPost, "/fs/mkdir")
 	require.Len(t, reqs, 3)
 	assert.Equal(t, map[string]any{"path": "logs"}, jsonBody(t, reqs[0]))
 }
 
-func TestMkDirAll(t *testing.T) {
+func TestMkdirAll(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("mkdirall")
-	require.NoError(t, sb.MkDirAll(t.Context(), "p/q/r"))
-	require.NoError(t, sb.MkDirAll(t.Context(), "p/q/r"), "existing directories are fine")
+	require.NoError(t, sb.FS().MkdirAll(t.Context(), "p/q/r", 0o755))
+	require.NoError(t, sb.FS().MkdirAll(t.Context(), "p/q/r", 0o755), "existing directories are fine")
 	host, err := e.srv.HostPath("mkdirall", "p/q/r")
 	require.NoError(t, err)
 	assert.DirExists(t, host)
@@ -301,8 +298,8 @@ func TestMkDirAll(t *testing.T) {
 	require.Len(t, reqs, 2)
 	assert.Equal(t, map[string]any{"path": "p/q/r", "recursive": true}, jsonBody(t, reqs[0]))
 
-	require.NoError(t, sb.WriteFile(t.Context(), "file", []byte("x")))
-	err = sb.MkDirAll(t.Context(), "file/sub")
+	require.NoError(t, sb.FS().WriteFile(t.Context(), "file", []byte("x"), 0o644))
+	err = sb.FS().MkdirAll(t.Context(), "file/sub", 0o755)
 	assert.ErrorIs(t, err, sandbox.ErrBadRequest, "not under a file")
 }
 
@@ -313,12 +310,12 @@ func TestWriteFilesProgress(t *testing.T) {
 	var mu sync.Mutex
 	var reports []files.Progress
 	data := bytes.Repeat([]byte("x"), 256<<10)
-	err := sb.WriteFiles(t.Context(), []files.Entry{files.FromBytes("a", data), files.FromBytes("b", data)},
-		files.WithProgressInterval(0), files.WithProgress(func(p files.Progress) {
+	err := sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromBytes("a", data), files.FromBytes("b", data)},
+		files.WriteParams{ProgressInterval: -1, Progress: func(p files.Progress) {
 			mu.Lock()
 			reports = append(reports, p)
 			mu.Unlock()
-		}))
+		}})
 	require.NoError(t, err)
 	mu.Lock()
 	defer mu.Unlock()
@@ -356,7 +353,7 @@ func TestUploadRetryOnlyWhenReplayable(t *testing.T) {
 	require.NoError(t, err)
 
 	// A one-shot reader cannot be sent again: the 503 is the answer.
-	err = sb.WriteFiles(t.Context(), []files.Entry{files.FromReader("once.txt", strings.NewReader("once"), 4)})
+	err = sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromReader("once.txt", strings.NewReader("once"), 4)}, files.WriteParams{})
 	var ae *sandbox.APIError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, http.StatusServiceUnavailable, ae.StatusCode)
@@ -364,12 +361,12 @@ func TestUploadRetryOnlyWhenReplayable(t *testing.T) {
 	assert.Equal(t, 1, n.get("write"), "not retried")
 
 	// Bytes can be sent again: the retry succeeds.
-	require.NoError(t, sb.WriteFiles(t.Context(), []files.Entry{files.FromBytes("twice.txt", []byte("twice"))}))
+	require.NoError(t, sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromBytes("twice.txt", []byte("twice"))}, files.WriteParams{}))
 	assert.Equal(t, 3, n.get("write"), "one failure, one retry")
-	got, err := sb.ReadFileBytes(t.Context(), "twice.txt")
+	got, err := sb.FS().ReadFile(t.Context(), "twice.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "twice", string(got))
-	_, err = sb.ReadFileBytes(t.Context(), "once.txt")
+	_, err = sb.FS().ReadFile(t.Context(), "once.txt")
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
 
@@ -379,7 +376,7 @@ func TestWriteFilesCanceled(t *testing.T) {
 	sb := e.create("cancel")
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err := sb.WriteFiles(ctx, []files.Entry{files.FromBytes("x", []byte("y"))})
+	err := sb.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("x", []byte("y"))}, files.WriteParams{})
 	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
 	assert.Empty(t, requests(e.srv, http.MethodPost, "/fs/write"))
 }
@@ -391,20 +388,20 @@ func TestOneShotUploadIsNotReplayedAfterGone(t *testing.T) {
 	old := sb.SessionID()
 	require.NoError(t, e.srv.Stop(old)) // the handle does not know
 
-	err := sb.WriteFiles(t.Context(), []files.Entry{files.FromReader("r.txt", strings.NewReader("data"), 4)})
+	err := sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromReader("r.txt", strings.NewReader("data"), 4)}, files.WriteParams{})
 	require.ErrorIs(t, err, sandbox.ErrGone, "a consumed reader cannot be sent to the resumed session")
 	assert.Empty(t, resumeRequests(e.srv))
 
 	// Bytes can: the call resumes and replays.
-	require.NoError(t, sb.WriteFiles(t.Context(), []files.Entry{files.FromBytes("b.txt", []byte("bytes"))}))
+	require.NoError(t, sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromBytes("b.txt", []byte("bytes"))}, files.WriteParams{}))
 	assert.NotEqual(t, old, sb.SessionID())
 	assert.Len(t, resumeRequests(e.srv), 1)
 
 	// Now that the handle knows, a one-shot upload resumes first.
 	_, err = sb.Stop(t.Context())
 	require.NoError(t, err)
-	require.NoError(t, sb.WriteFiles(t.Context(), []files.Entry{files.FromReader("r.txt", strings.NewReader("data"), 4)}))
-	got, err := sb.ReadFileBytes(t.Context(), "r.txt")
+	require.NoError(t, sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromReader("r.txt", strings.NewReader("data"), 4)}, files.WriteParams{}))
+	got, err := sb.FS().ReadFile(t.Context(), "r.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "data", string(got))
 	assert.Len(t, resumeRequests(e.srv), 2)

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
@@ -205,4 +207,13 @@ func ctxTimeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// atLevel asks for a gzip level as compress/gzip numbers it, where
+// gzip.NoCompression is Stored.
+func atLevel(level int) files.WriteParams {
+	if level == gzip.NoCompression {
+		return files.WriteParams{Stored: true}
+	}
+	return files.WriteParams{Level: level}
 }

@@ -44,8 +44,8 @@ func TestImageSandboxWorksInVercel(t *testing.T) {
 			}
 			assert.Equal(t, tc.cwd+" "+home, string(out), "commands start in the session's cwd")
 
-			require.NoError(t, sb.WriteFile(t.Context(), "notes.txt", []byte("hi")))
-			got, err := sb.ReadFileBytes(t.Context(), tc.cwd+"/notes.txt")
+			require.NoError(t, sb.FS().WriteFile(t.Context(), "notes.txt", []byte("hi"), 0o644))
+			got, err := sb.FS().ReadFile(t.Context(), tc.cwd+"/notes.txt")
 			require.NoError(t, err, "a relative path resolves against the session's cwd")
 			assert.Equal(t, "hi", string(got))
 

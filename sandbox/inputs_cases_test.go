@@ -46,7 +46,7 @@ var noInput = map[string]string{
 	"sandbox.Sandbox.Refresh": noArgs, "sandbox.Sandbox.Resume": noArgs,
 	"sandbox.Sandbox.Stop": noArgs, "sandbox.Sandbox.WaitStopped": noArgs, "sandbox.Sandbox.OpenInteractive": noArgs,
 	"sandbox.Sandbox.Sessions": noArgs, "sandbox.Sandbox.Delete": optsOnly, "sandbox.Sandbox.Health": optsOnly,
-	"sandbox.ReadProgress":   "a nil function reports nothing",
+	"sandbox.Sandbox.FS": getter, "sandbox.User.FS": getter,
 	"sandbox.WithAutoResume": free, "sandbox.WithOnResume": "a nil function reports nothing",
 	"sandbox.WithLogger": "nil keeps the default (discard)", "sandbox.WithReattachPolicy": free,
 	"sandbox.WithTeam": free, "sandbox.WithProject": free, "sandbox.WithUserAgent": free,
@@ -59,9 +59,7 @@ var noInput = map[string]string{
 	"command.Handle.Output": noArgs, "command.Handle.CopyOutput": "nil writers discard (documented)",
 
 	"files.Entry.Mode": getter, "files.Entry.Path": getter, "files.Entry.Replayable": getter,
-	"files.Entry.Size":  getter,
-	"files.WithModTime": "the zero time means the time of writing", "files.WithProgress": "a nil function reports nothing",
-	"files.WithProgressInterval": "zero or negative reports every read (documented)",
+	"files.Entry.Size": getter,
 
 	"pty.Session.Close": noArgs, "pty.Session.Wait": noArgs, "pty.Session.Write": "bytes are opaque",
 

@@ -24,28 +24,28 @@ import (
 	"github.com/sbx-go/vercel-sandbox/sandbox/workload"
 )
 
-func writeTarGz(entries []files.Entry, opts ...files.Option) error {
-	return files.WriteTarGz(context.Background(), io.Discard, "/", entries, opts...)
+func writeTarGz(entries []files.Entry, p files.WriteParams) error {
+	return files.WriteTarGz(context.Background(), io.Discard, "/", entries, p)
 }
 
-func validate(entries ...files.Entry) error { return files.Validate("/", entries) }
+func validate(entries ...files.Entry) error { return files.Validate("/", entries, files.WriteParams{}) }
 
 func filesCases() []inputCase {
 	return []inputCase{
 		{entry: "files.Validate", field: "entries[0]", call: func(*inputFixture) error { return validate(files.Entry{}) }},
 		{entry: "files.Validate", field: "cwd", call: func(*inputFixture) error {
-			return files.Validate("rel", []files.Entry{files.FromBytes("a", []byte(""))})
+			return files.Validate("rel", []files.Entry{files.FromBytes("a", []byte(""))}, files.WriteParams{})
 		}},
 		{entry: "files.Length", field: "entries[0].Path", call: func(*inputFixture) error {
-			return ignore3(files.Length("/", []files.Entry{files.FromBytes("a/", []byte(""))}))
+			return ignore3(files.Length("/", []files.Entry{files.FromBytes("a/", []byte(""))}, files.WriteParams{}))
 		}},
 		{entry: "files.WriteTarGz", field: "w", call: func(f *inputFixture) error {
-			return files.WriteTarGz(f.ctx, nil, "/", []files.Entry{files.FromBytes("a", []byte(""))})
+			return files.WriteTarGz(f.ctx, nil, "/", []files.Entry{files.FromBytes("a", []byte(""))}, files.WriteParams{})
 		}},
 		{entry: "files.FromBytes", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromBytes(nul, nil)) }},
 		{entry: "files.FromBytes", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromBytes(badUTF8, nil)) }},
 		{entry: "files.Validate", field: "cwd", call: func(*inputFixture) error {
-			return files.Validate("/\xff", []files.Entry{files.FromBytes("a", []byte(""))})
+			return files.Validate("/\xff", []files.Entry{files.FromBytes("a", []byte(""))}, files.WriteParams{})
 		}},
 		{entry: "files.FromBytes", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromBytes("a/", []byte(""))) }},
 		{entry: "files.FromReader", field: "entries[0]", call: func(*inputFixture) error { return validate(files.FromReader("a", nil, 0)) }},
@@ -65,8 +65,11 @@ func filesCases() []inputCase {
 		{entry: "files.Entry.WithPath", field: "entries[0].Path", call: func(*inputFixture) error {
 			return validate(files.FromBytes("a", []byte("")).WithPath(""))
 		}},
-		{entry: "files.WithLevel", field: "Level", call: func(*inputFixture) error {
-			return writeTarGz([]files.Entry{files.FromBytes("a", []byte(""))}, files.WithLevel(42))
+		{entry: "files.WriteTarGz", field: "Level", call: func(*inputFixture) error {
+			return writeTarGz([]files.Entry{files.FromBytes("a", []byte(""))}, files.WriteParams{Level: 42})
+		}},
+		{entry: "files.WriteTarGz", field: "Level", call: func(*inputFixture) error {
+			return writeTarGz([]files.Entry{files.FromBytes("a", []byte(""))}, files.WriteParams{Level: 1, Stored: true})
 		}},
 		{entry: "files.FromFS", field: "Symlinks", call: func(*inputFixture) error {
 			return ignore(files.FromFS("/dst", fstest.MapFS{}, ".", files.TreeParams{Symlinks: 99}))

@@ -221,9 +221,6 @@ func sandboxCases() []inputCase {
 		{entry: "sandbox.WithSizedUploads", field: "WithSizedUploads", call: func(*inputFixture) error {
 			return ignore(sandbox.NewClient(sandbox.WithSizedUploads(nul)))
 		}},
-		{entry: "sandbox.ReadCwd", field: "cwd", call: func(f *inputFixture) error {
-			return ignore(f.sb.ReadFileBytes(f.ctx, "a", sandbox.ReadCwd(nul)))
-		}},
 
 		// Sandbox.
 		{entry: "sandbox.Sandbox.Run", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.sb.Run(f.ctx, nil)) }},
@@ -267,26 +264,32 @@ func sandboxCases() []inputCase {
 			}
 			return u.RemoveFromGroup(f.ctx, "")
 		}},
-		{entry: "sandbox.Sandbox.WriteFiles", field: "entries[0]", call: func(f *inputFixture) error {
-			return f.sb.WriteFiles(f.ctx, []files.Entry{{}})
+		{entry: "sandbox.FileSystem.WriteFiles", field: "entries[0]", call: func(f *inputFixture) error {
+			return f.sb.FS().WriteFiles(f.ctx, []files.Entry{{}}, files.WriteParams{})
 		}},
-		{entry: "sandbox.Sandbox.DownloadFile", field: "dst", call: func(f *inputFixture) error {
-			return ignore(f.sb.DownloadFile(f.ctx, "a", ""))
+		{entry: "sandbox.FileSystem.DownloadFile", field: "localPath", call: func(f *inputFixture) error {
+			return ignore(f.sb.FS().DownloadFile(f.ctx, "a", "", sandbox.DownloadParams{}))
 		}},
-		{entry: "sandbox.Sandbox.Chmod", field: "mode", call: func(f *inputFixture) error { return f.sb.Chmod(f.ctx, "a", fs.ModeDir) }},
-		{entry: "sandbox.Sandbox.Chown", field: "uid", call: func(f *inputFixture) error { return f.sb.Chown(f.ctx, "a", -2, 0) }},
-		{entry: "sandbox.Sandbox.MkdirTemp", field: "pattern", call: func(f *inputFixture) error {
-			return ignore(f.sb.MkdirTemp(f.ctx, "", "a/b"))
+		{entry: "sandbox.FileSystem.Chmod", field: "mode", call: func(f *inputFixture) error { return f.sb.FS().Chmod(f.ctx, "a", fs.ModeDir) }},
+		{entry: "sandbox.FileSystem.WriteFile", field: "perm", call: func(f *inputFixture) error {
+			return f.sb.FS().WriteFile(f.ctx, "a", nil, fs.ModeDir|0o644)
 		}},
-		{entry: "sandbox.Sandbox.MkdirTemp", field: "dir", call: func(f *inputFixture) error {
-			return ignore(f.sb.MkdirTemp(f.ctx, nul, "x"))
+		{entry: "sandbox.FileSystem.Mkdir", field: "perm", call: func(f *inputFixture) error { return f.sb.FS().Mkdir(f.ctx, "a", fs.ModeDir|0o755) }},
+		{entry: "sandbox.FileSystem.MkdirAll", field: "perm", call: func(f *inputFixture) error {
+			return f.user.FS().MkdirAll(f.ctx, "a", fs.ModeSymlink)
 		}},
-		{entry: "sandbox.Sandbox.DirFS", field: "dir", call: func(f *inputFixture) error {
-			return ignore(fs.ReadFile(f.sb.DirFS(f.ctx, ""), "a"))
+		{entry: "sandbox.FileSystem.Chown", field: "uid", call: func(f *inputFixture) error { return f.sb.FS().Chown(f.ctx, "a", -2, 0) }},
+		{entry: "sandbox.FileSystem.MkdirTemp", field: "pattern", call: func(f *inputFixture) error {
+			return ignore(f.sb.FS().MkdirTemp(f.ctx, "", "a/b"))
 		}},
-		{entry: "sandbox.Sandbox.Rename", field: "newpath", call: func(f *inputFixture) error { return f.sb.Rename(f.ctx, "a", "") }},
-		{entry: "sandbox.Sandbox.CopyFile", field: "dst", call: func(f *inputFixture) error { return f.sb.CopyFile(f.ctx, "a", nul) }},
-		{entry: "sandbox.Sandbox.Symlink", field: "oldname", call: func(f *inputFixture) error { return f.sb.Symlink(f.ctx, "", "b") }},
+		{entry: "sandbox.FileSystem.MkdirTemp", field: "dir", call: func(f *inputFixture) error {
+			return ignore(f.sb.FS().MkdirTemp(f.ctx, nul, "x"))
+		}},
+		{entry: "sandbox.FileSystem.DirFS", field: "dir", call: func(f *inputFixture) error {
+			return ignore(fs.ReadFile(f.sb.FS().DirFS(f.ctx, ""), "a"))
+		}},
+		{entry: "sandbox.FileSystem.Rename", field: "newpath", call: func(f *inputFixture) error { return f.sb.FS().Rename(f.ctx, "a", "") }},
+		{entry: "sandbox.FileSystem.Symlink", field: "oldname", call: func(f *inputFixture) error { return f.sb.FS().Symlink(f.ctx, "", "b") }},
 		{entry: "sandbox.Drive.Mount", field: "Mounts", call: func(f *inputFixture) error {
 			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Mounts: map[string]sandbox.Mount{"/data": sandbox.Drive{}.Mount()}}))
 		}},
@@ -298,20 +301,19 @@ func sandboxCases() []inputCase {
 		{entry: "sandbox.User.Run", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.user.Run(f.ctx, nil)) }},
 		{entry: "sandbox.User.Output", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.user.Output(f.ctx, nil)) }},
 		{entry: "sandbox.User.Start", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.user.Start(f.ctx, nil)) }},
-		{entry: "sandbox.User.WriteFiles", field: "entries[0]", call: func(f *inputFixture) error {
-			return f.user.WriteFiles(f.ctx, []files.Entry{{}})
+		{entry: "sandbox.FileSystem.WriteFiles", field: "entries[0]", call: func(f *inputFixture) error {
+			return f.user.FS().WriteFiles(f.ctx, []files.Entry{{}}, files.WriteParams{})
 		}},
-		{entry: "sandbox.User.Chmod", field: "mode", call: func(f *inputFixture) error { return f.user.Chmod(f.ctx, "a", fs.ModeSymlink) }},
-		{entry: "sandbox.User.Chown", field: "uid", call: func(f *inputFixture) error { return f.user.Chown(f.ctx, "a", 0, -3) }},
-		{entry: "sandbox.User.MkdirTemp", field: "pattern", call: func(f *inputFixture) error {
-			return ignore(f.user.MkdirTemp(f.ctx, "", nul))
+		{entry: "sandbox.FileSystem.Chmod", field: "mode", call: func(f *inputFixture) error { return f.user.FS().Chmod(f.ctx, "a", fs.ModeSymlink) }},
+		{entry: "sandbox.FileSystem.Chown", field: "uid", call: func(f *inputFixture) error { return f.user.FS().Chown(f.ctx, "a", 0, -3) }},
+		{entry: "sandbox.FileSystem.MkdirTemp", field: "pattern", call: func(f *inputFixture) error {
+			return ignore(f.user.FS().MkdirTemp(f.ctx, "", nul))
 		}},
-		{entry: "sandbox.User.DirFS", field: "dir", call: func(f *inputFixture) error {
-			return ignore(fs.ReadFile(f.user.DirFS(f.ctx, nul), "a"))
+		{entry: "sandbox.FileSystem.DirFS", field: "dir", call: func(f *inputFixture) error {
+			return ignore(fs.ReadFile(f.user.FS().DirFS(f.ctx, nul), "a"))
 		}},
-		{entry: "sandbox.User.Rename", field: "newpath", call: func(f *inputFixture) error { return f.user.Rename(f.ctx, "a", "") }},
-		{entry: "sandbox.User.CopyFile", field: "dst", call: func(f *inputFixture) error { return f.user.CopyFile(f.ctx, "a", "") }},
-		{entry: "sandbox.User.Symlink", field: "oldname", call: func(f *inputFixture) error { return f.user.Symlink(f.ctx, nul, "b") }},
+		{entry: "sandbox.FileSystem.Rename", field: "newpath", call: func(f *inputFixture) error { return f.user.FS().Rename(f.ctx, "a", "") }},
+		{entry: "sandbox.FileSystem.Symlink", field: "oldname", call: func(f *inputFixture) error { return f.user.FS().Symlink(f.ctx, nul, "b") }},
 	}
 	// The calls that take one sandbox path, for a Sandbox and a User.
 	type pathCall struct {
@@ -321,80 +323,65 @@ func sandboxCases() []inputCase {
 		user func(f *inputFixture, p string) error
 	}
 	for _, pc := range []pathCall{
-		{"WriteFile", true, func(f *inputFixture, p string) error { return f.sb.WriteFile(f.ctx, p, nil) },
-			func(f *inputFixture, p string) error { return f.user.WriteFile(f.ctx, p, nil) }},
-		{"AppendFile", true, func(f *inputFixture, p string) error { return f.sb.AppendFile(f.ctx, p, nil) },
-			func(f *inputFixture, p string) error { return f.user.AppendFile(f.ctx, p, nil) }},
-		{"ReadFile", false, func(f *inputFixture, p string) error { return ignore(f.sb.ReadFile(f.ctx, p)) },
-			func(f *inputFixture, p string) error { return ignore(f.user.ReadFile(f.ctx, p)) }},
-		{"ReadFileBytes", false, func(f *inputFixture, p string) error { return ignore(f.sb.ReadFileBytes(f.ctx, p)) },
-			func(f *inputFixture, p string) error { return ignore(f.user.ReadFileBytes(f.ctx, p)) }},
-		{"Stat", false, func(f *inputFixture, p string) error { return ignore(f.sb.Stat(f.ctx, p)) },
-			func(f *inputFixture, p string) error { return ignore(f.user.Stat(f.ctx, p)) }},
-		{"Lstat", false, func(f *inputFixture, p string) error { return ignore(f.sb.Lstat(f.ctx, p)) },
-			func(f *inputFixture, p string) error { return ignore(f.user.Lstat(f.ctx, p)) }},
-		{"Exists", false, func(f *inputFixture, p string) error { return ignore(f.sb.Exists(f.ctx, p)) },
-			func(f *inputFixture, p string) error { return ignore(f.user.Exists(f.ctx, p)) }},
-		{"ReadDir", false, func(f *inputFixture, p string) error { return ignore(f.sb.ReadDir(f.ctx, p)) },
-			func(f *inputFixture, p string) error { return ignore(f.user.ReadDir(f.ctx, p)) }},
-		{"Walk", false, func(f *inputFixture, p string) error { return errOf(f.sb.Walk(f.ctx, p)) },
-			func(f *inputFixture, p string) error { return errOf(f.user.Walk(f.ctx, p)) }},
-		{"Readlink", false, func(f *inputFixture, p string) error { return ignore(f.sb.Readlink(f.ctx, p)) },
-			func(f *inputFixture, p string) error { return ignore(f.user.Readlink(f.ctx, p)) }},
-		{"Realpath", false, func(f *inputFixture, p string) error { return ignore(f.sb.Realpath(f.ctx, p)) },
-			func(f *inputFixture, p string) error { return ignore(f.user.Realpath(f.ctx, p)) }},
-		{"Remove", false, func(f *inputFixture, p string) error { return f.sb.Remove(f.ctx, p) },
-			func(f *inputFixture, p string) error { return f.user.Remove(f.ctx, p) }},
-		{"RemoveAll", false, func(f *inputFixture, p string) error { return f.sb.RemoveAll(f.ctx, p) },
-			func(f *inputFixture, p string) error { return f.user.RemoveAll(f.ctx, p) }},
-		{"Rename", false, func(f *inputFixture, p string) error { return f.sb.Rename(f.ctx, p, "b") },
-			func(f *inputFixture, p string) error { return f.user.Rename(f.ctx, p, "b") }},
-		{"CopyFile", false, func(f *inputFixture, p string) error { return f.sb.CopyFile(f.ctx, p, "b") },
-			func(f *inputFixture, p string) error { return f.user.CopyFile(f.ctx, p, "b") }},
-		{"Symlink", false, func(f *inputFixture, p string) error { return f.sb.Symlink(f.ctx, "a", p) },
-			func(f *inputFixture, p string) error { return f.user.Symlink(f.ctx, "a", p) }},
-		{"Chmod", false, func(f *inputFixture, p string) error { return f.sb.Chmod(f.ctx, p, 0o644) },
-			func(f *inputFixture, p string) error { return f.user.Chmod(f.ctx, p, 0o644) }},
-		{"Chown", false, func(f *inputFixture, p string) error { return f.sb.Chown(f.ctx, p, 0, 0) },
-			func(f *inputFixture, p string) error { return f.user.Chown(f.ctx, p, 0, 0) }},
+		{"WriteFile", true, func(f *inputFixture, p string) error { return f.sb.FS().WriteFile(f.ctx, p, nil, 0o644) },
+			func(f *inputFixture, p string) error { return f.user.FS().WriteFile(f.ctx, p, nil, 0o644) }},
+		{"Open", false, func(f *inputFixture, p string) error { return ignore(f.sb.FS().Open(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.FS().Open(f.ctx, p)) }},
+		{"ReadFile", false, func(f *inputFixture, p string) error { return ignore(f.sb.FS().ReadFile(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.FS().ReadFile(f.ctx, p)) }},
+		{"Stat", false, func(f *inputFixture, p string) error { return ignore(f.sb.FS().Stat(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.FS().Stat(f.ctx, p)) }},
+		{"Lstat", false, func(f *inputFixture, p string) error { return ignore(f.sb.FS().Lstat(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.FS().Lstat(f.ctx, p)) }},
+		{"ReadDir", false, func(f *inputFixture, p string) error { return ignore(f.sb.FS().ReadDir(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.FS().ReadDir(f.ctx, p)) }},
+		{"Readlink", false, func(f *inputFixture, p string) error { return ignore(f.sb.FS().Readlink(f.ctx, p)) },
+			func(f *inputFixture, p string) error { return ignore(f.user.FS().Readlink(f.ctx, p)) }},
+		{"Remove", false, func(f *inputFixture, p string) error { return f.sb.FS().Remove(f.ctx, p) },
+			func(f *inputFixture, p string) error { return f.user.FS().Remove(f.ctx, p) }},
+		{"RemoveAll", false, func(f *inputFixture, p string) error { return f.sb.FS().RemoveAll(f.ctx, p) },
+			func(f *inputFixture, p string) error { return f.user.FS().RemoveAll(f.ctx, p) }},
+		{"Rename", false, func(f *inputFixture, p string) error { return f.sb.FS().Rename(f.ctx, p, "b") },
+			func(f *inputFixture, p string) error { return f.user.FS().Rename(f.ctx, p, "b") }},
+		{"Symlink", false, func(f *inputFixture, p string) error { return f.sb.FS().Symlink(f.ctx, "a", p) },
+			func(f *inputFixture, p string) error { return f.user.FS().Symlink(f.ctx, "a", p) }},
+		{"Chmod", false, func(f *inputFixture, p string) error { return f.sb.FS().Chmod(f.ctx, p, 0o644) },
+			func(f *inputFixture, p string) error { return f.user.FS().Chmod(f.ctx, p, 0o644) }},
+		{"Chown", false, func(f *inputFixture, p string) error { return f.sb.FS().Chown(f.ctx, p, 0, 0) },
+			func(f *inputFixture, p string) error { return f.user.FS().Chown(f.ctx, p, 0, 0) }},
 	} {
-		cs = append(cs, pathCases("sandbox.Sandbox."+pc.name, "path", pc.file, pc.sb)...)
-		cs = append(cs, pathCases("sandbox.User."+pc.name, "path", pc.file, pc.user)...)
+		cs = append(cs, pathCases("sandbox.FileSystem."+pc.name, "name", pc.file, pc.sb)...)
+		cs = append(cs, pathCases("sandbox.FileSystem."+pc.name, "name", pc.file, pc.user)...)
 	}
 	// The second path of the calls that take two, and the other text they
 	// send as arguments.
 	for _, pc := range []pathCall{
-		{"Rename", false, func(f *inputFixture, p string) error { return f.sb.Rename(f.ctx, "a", p) },
-			func(f *inputFixture, p string) error { return f.user.Rename(f.ctx, "a", p) }},
-		{"CopyFile", false, func(f *inputFixture, p string) error { return f.sb.CopyFile(f.ctx, "a", p) },
-			func(f *inputFixture, p string) error { return f.user.CopyFile(f.ctx, "a", p) }},
-		{"Symlink", false, func(f *inputFixture, p string) error { return f.sb.Symlink(f.ctx, p, "b") },
-			func(f *inputFixture, p string) error { return f.user.Symlink(f.ctx, p, "b") }},
-		{"MkdirTemp", false, func(f *inputFixture, p string) error { return ignore(f.sb.MkdirTemp(f.ctx, p, "x")) },
-			func(f *inputFixture, p string) error { return ignore(f.user.MkdirTemp(f.ctx, p, "x")) }},
-		{"DirFS", false, func(f *inputFixture, p string) error { return ignore(fs.ReadFile(f.sb.DirFS(f.ctx, p), "a")) },
-			func(f *inputFixture, p string) error { return ignore(fs.ReadFile(f.user.DirFS(f.ctx, p), "a")) }},
+		{"Rename", false, func(f *inputFixture, p string) error { return f.sb.FS().Rename(f.ctx, "a", p) },
+			func(f *inputFixture, p string) error { return f.user.FS().Rename(f.ctx, "a", p) }},
+		{"Symlink", false, func(f *inputFixture, p string) error { return f.sb.FS().Symlink(f.ctx, p, "b") },
+			func(f *inputFixture, p string) error { return f.user.FS().Symlink(f.ctx, p, "b") }},
+		{"MkdirTemp", false, func(f *inputFixture, p string) error { return ignore(f.sb.FS().MkdirTemp(f.ctx, p, "x")) },
+			func(f *inputFixture, p string) error { return ignore(f.user.FS().MkdirTemp(f.ctx, p, "x")) }},
+		{"DirFS", false, func(f *inputFixture, p string) error { return ignore(fs.ReadFile(f.sb.FS().DirFS(f.ctx, p), "a")) },
+			func(f *inputFixture, p string) error { return ignore(fs.ReadFile(f.user.FS().DirFS(f.ctx, p), "a")) }},
 	} {
-		field := map[string]string{"Rename": "newpath", "CopyFile": "dst", "Symlink": "oldname", "MkdirTemp": "dir", "DirFS": "dir"}[pc.name]
-		cs = append(cs, inputCase{entry: "sandbox.Sandbox." + pc.name, field: field, call: func(f *inputFixture) error { return pc.sb(f, badUTF8) }},
-			inputCase{entry: "sandbox.User." + pc.name, field: field, call: func(f *inputFixture) error { return pc.user(f, badUTF8) }})
+		field := map[string]string{"Rename": "newpath", "Symlink": "oldname", "MkdirTemp": "dir", "DirFS": "dir"}[pc.name]
+		cs = append(cs, inputCase{entry: "sandbox.FileSystem." + pc.name, field: field, call: func(f *inputFixture) error { return pc.sb(f, badUTF8) }},
+			inputCase{entry: "sandbox.FileSystem." + pc.name, field: field, call: func(f *inputFixture) error { return pc.user(f, badUTF8) }})
 	}
 	cs = append(cs,
-		inputCase{entry: "sandbox.Sandbox.MkdirTemp", field: "pattern", call: func(f *inputFixture) error {
-			return ignore(f.sb.MkdirTemp(f.ctx, "", "\xff*"))
-		}},
-		inputCase{entry: "sandbox.ReadCwd", field: "cwd", call: func(f *inputFixture) error {
-			return ignore(f.sb.ReadFileBytes(f.ctx, "a", sandbox.ReadCwd("/\xff")))
+		inputCase{entry: "sandbox.FileSystem.MkdirTemp", field: "pattern", call: func(f *inputFixture) error {
+			return ignore(f.sb.FS().MkdirTemp(f.ctx, "", "\xff*"))
 		}},
 		// An fs.FS name is valid UTF-8 by the fs.FS contract (fs.ValidPath).
-		inputCase{entry: "sandbox.Sandbox.DirFS", is: fs.ErrInvalid, call: func(f *inputFixture) error {
-			return ignore(fs.ReadFile(f.sb.DirFS(f.ctx, "/d"), "\xff"))
+		inputCase{entry: "sandbox.FileSystem.DirFS", is: fs.ErrInvalid, call: func(f *inputFixture) error {
+			return ignore(fs.ReadFile(f.sb.FS().DirFS(f.ctx, "/d"), "\xff"))
 		}},
-		inputCase{entry: "sandbox.Sandbox.DirFS", is: fs.ErrInvalid, call: func(f *inputFixture) error {
-			return ignore(fs.ReadDir(f.sb.DirFS(f.ctx, "/d"), "\xff"))
+		inputCase{entry: "sandbox.FileSystem.DirFS", is: fs.ErrInvalid, call: func(f *inputFixture) error {
+			return ignore(fs.ReadDir(f.sb.FS().DirFS(f.ctx, "/d"), "\xff"))
 		}},
-		inputCase{entry: "sandbox.Sandbox.WriteFiles", field: "entries[0].Path", call: func(f *inputFixture) error {
-			return f.sb.WriteFiles(f.ctx, []files.Entry{files.FromBytes(badUTF8, []byte(""))})
+		inputCase{entry: "sandbox.FileSystem.WriteFiles", field: "entries[0].Path", call: func(f *inputFixture) error {
+			return f.sb.FS().WriteFiles(f.ctx, []files.Entry{files.FromBytes(badUTF8, []byte(""))}, files.WriteParams{})
 		}},
 	)
 	// Every text of a command travels as JSON.
@@ -406,10 +393,13 @@ func sandboxCases() []inputCase {
 			inputCase{entry: "sandbox.User.Output", field: bc.field, call: func(f *inputFixture) error { return ignore(f.user.Output(f.ctx, bc.cmd())) }},
 		)
 	}
-	cs = append(cs, pathCases("sandbox.Sandbox.MkDir", "path", false, func(f *inputFixture, p string) error { return f.sb.MkDir(f.ctx, p) })...)
-	cs = append(cs, pathCases("sandbox.Sandbox.MkDirAll", "path", false, func(f *inputFixture, p string) error { return f.sb.MkDirAll(f.ctx, p) })...)
-	cs = append(cs, pathCases("sandbox.Sandbox.DownloadFile", "path", false, func(f *inputFixture, p string) error {
-		return ignore(f.sb.DownloadFile(f.ctx, p, "/nonexistent/x"))
+	cs = append(cs, pathCases("sandbox.FileSystem.Walk", "root", false, func(f *inputFixture, p string) error { return errOf(f.sb.FS().Walk(f.ctx, p)) })...)
+	cs = append(cs, pathCases("sandbox.FileSystem.Walk", "root", false, func(f *inputFixture, p string) error { return errOf(f.user.FS().Walk(f.ctx, p)) })...)
+	cs = append(cs, pathCases("sandbox.FileSystem.Mkdir", "name", false, func(f *inputFixture, p string) error { return f.user.FS().Mkdir(f.ctx, p, 0o700) })...)
+	cs = append(cs, pathCases("sandbox.FileSystem.Mkdir", "name", false, func(f *inputFixture, p string) error { return f.sb.FS().Mkdir(f.ctx, p, 0o755) })...)
+	cs = append(cs, pathCases("sandbox.FileSystem.MkdirAll", "name", false, func(f *inputFixture, p string) error { return f.sb.FS().MkdirAll(f.ctx, p, 0o755) })...)
+	cs = append(cs, pathCases("sandbox.FileSystem.DownloadFile", "name", false, func(f *inputFixture, p string) error {
+		return ignore(f.sb.FS().DownloadFile(f.ctx, p, "/nonexistent/x", sandbox.DownloadParams{}))
 	})...)
 	return cs
 }

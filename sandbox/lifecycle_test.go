@@ -309,7 +309,7 @@ func TestForkCopiesSnapshot(t *testing.T) {
 	e := newEnv(t)
 	src, err := e.c.Create(t.Context(), sandbox.CreateParams{Name: "src", Ports: []int{3000}, Env: map[string]string{"K": "V"}})
 	require.NoError(t, err)
-	require.NoError(t, src.WriteFile(t.Context(), "state.txt", []byte("from source")))
+	require.NoError(t, src.FS().WriteFile(t.Context(), "state.txt", []byte("from source"), 0o644))
 	// Stopping a persistent sandbox snapshots it; the fork boots from it.
 	_, err = src.Stop(t.Context())
 	require.NoError(t, err)
@@ -321,7 +321,7 @@ func TestForkCopiesSnapshot(t *testing.T) {
 	assert.Equal(t, sandbox.StatusRunning, child.Session().Status)
 	require.Len(t, child.Routes(), 1, "ports are copied")
 
-	data, err := child.ReadFileBytes(t.Context(), "state.txt")
+	data, err := child.FS().ReadFile(t.Context(), "state.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "from source", string(data))
 
@@ -369,7 +369,7 @@ func TestSnapshots(t *testing.T) {
 	e := newEnv(t)
 	sb := e.create("snap")
 	sid := sb.SessionID()
-	require.NoError(t, sb.WriteFile(t.Context(), "f.txt", []byte("v1")))
+	require.NoError(t, sb.FS().WriteFile(t.Context(), "f.txt", []byte("v1"), 0o644))
 
 	snap, err := sb.Snapshot(t.Context(), sandbox.SnapshotParams{})
 	require.NoError(t, err)
@@ -505,7 +505,7 @@ func TestGetOrCreateRecreatesWhenSnapshotGone(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("phoenix")
-	require.NoError(t, sb.WriteFile(t.Context(), "old.txt", []byte("old")))
+	require.NoError(t, sb.FS().WriteFile(t.Context(), "old.txt", []byte("old"), 0o644))
 	res, err := sb.Stop(t.Context())
 	require.NoError(t, err)
 	require.NotNil(t, res.Snapshot)
@@ -522,7 +522,7 @@ func TestGetOrCreateRecreatesWhenSnapshotGone(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.StatusRunning, again.Session().Status)
 	assert.Len(t, requests(e.srv, http.MethodDelete, "/v2/sandboxes/phoenix"), 1, "deleted, then created again")
-	_, err = again.ReadFileBytes(t.Context(), "old.txt")
+	_, err = again.FS().ReadFile(t.Context(), "old.txt")
 	assert.ErrorIs(t, err, fs.ErrNotExist, "a new sandbox")
 }
 

@@ -37,17 +37,17 @@ func TestInvalidUTF8PathIsRefusedNotRewritten(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"Remove", func() error { return sb.Remove(ctx, bad) }},
-		{"RemoveAll", func() error { return sb.RemoveAll(ctx, bad) }},
-		{"Rename", func() error { return sb.Rename(ctx, bad, dir+"/moved") }},
-		{"Rename onto", func() error { return sb.Rename(ctx, dir+"/u", bad) }},
-		{"WriteFile", func() error { return sb.WriteFile(ctx, bad, []byte("lost")) }},
+		{"Remove", func() error { return sb.FS().Remove(ctx, bad) }},
+		{"RemoveAll", func() error { return sb.FS().RemoveAll(ctx, bad) }},
+		{"Rename", func() error { return sb.FS().Rename(ctx, bad, dir+"/moved") }},
+		{"Rename onto", func() error { return sb.FS().Rename(ctx, dir+"/u", bad) }},
+		{"WriteFile", func() error { return sb.FS().WriteFile(ctx, bad, []byte("lost"), 0o644) }},
 		{"WriteFiles", func() error {
-			return sb.WriteFiles(ctx, []files.Entry{files.FromBytes("ok", []byte("x")), files.FromBytes(bad, []byte("lost"))})
+			return sb.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("ok", []byte("x")), files.FromBytes(bad, []byte("lost"))}, files.WriteParams{})
 		}},
-		{"AppendFile", func() error { return sb.AppendFile(ctx, bad, []byte("more")) }},
-		{"Chmod", func() error { return sb.Chmod(ctx, bad, 0) }},
-		{"MkDir", func() error { return sb.MkDir(ctx, bad+"/d") }},
+		{"Chmod", func() error { return sb.FS().Chmod(ctx, bad, 0) }},
+		{"Mkdir", func() error { return sb.FS().Mkdir(ctx, bad+"/d", 0o755) }},
+		{"Mkdir 0o700", func() error { return sb.FS().Mkdir(ctx, bad+"/d", 0o700) }},
 		{"Run", func() error {
 			_, err := sb.Run(ctx, &command.Cmd{Name: "rm", Args: []string{"--", bad}})
 			return err
@@ -140,12 +140,12 @@ func listingEnv(t *testing.T) (sb *sandbox.Sandbox, set func(listing string)) {
 // listingCalls are the calls that list /d, each returning its error.
 func listingCalls(t *testing.T, sb *sandbox.Sandbox) map[string]func() error {
 	ctx := t.Context()
-	fsys := sb.DirFS(ctx, "/d")
+	fsys := sb.FS().DirFS(ctx, "/d")
 	return map[string]func() error{
-		"ReadDir":       func() error { _, err := sb.ReadDir(ctx, "/d"); return err },
+		"ReadDir":       func() error { _, err := sb.FS().ReadDir(ctx, "/d"); return err },
 		"DirFS.ReadDir": func() error { _, err := fs.ReadDir(fsys, "."); return err },
 		"Walk": func() error {
-			for entry, err := range sb.Walk(ctx, "/d") {
+			for entry, err := range sb.FS().Walk(ctx, "/d") {
 				if err != nil {
 					return err
 				}
@@ -211,11 +211,11 @@ func TestForgedListingIsRefused(t *testing.T) {
 	// ReadDir lists one level: a deeper record is forged there, and only
 	// there.
 	set(start + record("d", "a", "a") + record("f", "a/b", "b"))
-	_, err := sb.ReadDir(t.Context(), "/d")
+	_, err := sb.FS().ReadDir(t.Context(), "/d")
 	var le *sandbox.ListingError
 	require.ErrorAs(t, err, &le, "a record below an entry, in a listing of one level")
 	var walked []string
-	for entry, err := range sb.Walk(t.Context(), "/d") {
+	for entry, err := range sb.FS().Walk(t.Context(), "/d") {
 		require.NoError(t, err)
 		walked = append(walked, entry.Path)
 	}
@@ -229,10 +229,10 @@ func TestStatNamesThePathGiven(t *testing.T) {
 	ctx := t.Context()
 	sb, set := listingEnv(t)
 	set(record("f", "", "../../../../home/user/.ssh"))
-	fi, err := sb.Stat(ctx, "/d/f")
+	fi, err := sb.FS().Stat(ctx, "/d/f")
 	require.NoError(t, err)
 	require.Equal(t, "f", fi.Name())
-	fi, err = fs.Stat(sb.DirFS(ctx, "/d"), "f")
+	fi, err = fs.Stat(sb.FS().DirFS(ctx, "/d"), "f")
 	require.NoError(t, err)
 	require.Equal(t, "f", fi.Name())
 }

@@ -76,10 +76,10 @@ func TestFilesSurviveResume(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		sb := e.create("keep")
-		require.NoError(t, sb.WriteFile(t.Context(), "state.txt", []byte("before stop")))
+		require.NoError(t, sb.FS().WriteFile(t.Context(), "state.txt", []byte("before stop"), 0o644))
 		require.NoError(t, e.srv.Stop(sb.SessionID()))
 
-		data, err := sb.ReadFileBytes(t.Context(), "state.txt")
+		data, err := sb.FS().ReadFile(t.Context(), "state.txt")
 		require.NoError(t, err)
 		assert.Equal(t, "before stop", string(data))
 		assert.Len(t, resumeRequests(e.srv), 1)
@@ -88,7 +88,7 @@ func TestFilesSurviveResume(t *testing.T) {
 		t.Parallel()
 		e := newLocalEnv(t)
 		sb := e.create("keep")
-		require.NoError(t, sb.WriteFile(t.Context(), "state.txt", []byte("before stop")))
+		require.NoError(t, sb.FS().WriteFile(t.Context(), "state.txt", []byte("before stop"), 0o644))
 		_, err := sb.Stop(t.Context())
 		require.NoError(t, err)
 

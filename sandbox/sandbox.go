@@ -129,6 +129,11 @@ func (s *Sandbox) resumeFrom(ctx context.Context, staleID string) error {
 		return nil
 	}
 	ch := s.resume.DoChan(staleID, func() (any, error) {
+		// A caller that saw staleID before an earlier flight for it ended
+		// starts a flight of its own: the session has moved on already.
+		if cur := s.SessionID(); cur != staleID && cur != "" {
+			return nil, nil
+		}
 		// Shared by every caller that saw staleID fail; it must not die
 		// with the first caller's context.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)

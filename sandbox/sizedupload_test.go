@@ -88,7 +88,7 @@ func TestChunkedUploadRefusedNamesTheOption(t *testing.T) {
 		sb, err := c.Create(t.Context(), sandbox.CreateParams{})
 		require.NoError(t, err)
 
-		err = sb.WriteFile(t.Context(), "a.txt", []byte("hello"))
+		err = sb.FS().WriteFile(t.Context(), "a.txt", []byte("hello"), 0o644)
 		var cu *sandbox.ChunkedUploadError
 		require.ErrorAs(t, err, &cu, "status %d", status)
 		assert.Equal(t, status, cu.StatusCode)
@@ -105,14 +105,14 @@ func TestLocalRefusesChunkedUploads(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, local.WithRefuseChunkedUploads())
 	sb := e.create("")
-	err := sb.WriteFile(t.Context(), "a.txt", []byte("chunked"))
+	err := sb.FS().WriteFile(t.Context(), "a.txt", []byte("chunked"), 0o644)
 	var cu *sandbox.ChunkedUploadError
 	require.ErrorAs(t, err, &cu)
 	assert.Equal(t, http.StatusLengthRequired, cu.StatusCode)
 
 	sized := mustGetWith(t, e, sb.Name(), sandbox.WithSizedUploads(t.TempDir()))
-	require.NoError(t, sized.WriteFile(t.Context(), "a.txt", []byte("sized")))
-	got, err := sized.ReadFileBytes(t.Context(), "a.txt")
+	require.NoError(t, sized.FS().WriteFile(t.Context(), "a.txt", []byte("sized"), 0o644))
+	got, err := sized.FS().ReadFile(t.Context(), "a.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "sized", string(got))
 }
@@ -138,13 +138,13 @@ func TestSizedUploadSendsExactLength(t *testing.T) {
 		require.NoError(t, err)
 
 		// A plain reader: the spool makes even a one-shot source complete.
-		err = sb.WriteFiles(t.Context(), []files.Entry{files.FromReader("dir/data.bin", bytes.NewReader(payload), int64(len(payload)))},
-			files.WithLevel(level))
+		err = sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromReader("dir/data.bin", bytes.NewReader(payload), int64(len(payload)))},
+			atLevel(level))
 		require.NoError(t, err, "level %d", level)
 		length, size, _ := log.last()
 		assert.Positive(t, length, "a Content-Length was sent")
 		assert.Equal(t, length, size, "the declared length is the body's")
-		got, err := sb.ReadFileBytes(t.Context(), "dir/data.bin")
+		got, err := sb.FS().ReadFile(t.Context(), "dir/data.bin")
 		require.NoError(t, err)
 		assert.Equal(t, payload, got, "the server received the same bytes")
 		assertEmptyDir(t, spool, "the spool file is removed after success")
@@ -161,14 +161,14 @@ func TestSizedUploadRetryRereadsTheSpool(t *testing.T) {
 	require.NoError(t, err)
 
 	payload := []byte("sent twice, read from the spool twice")
-	err = sb.WriteFiles(t.Context(), []files.Entry{files.FromReader("f", bytes.NewReader(payload), int64(len(payload)))})
+	err = sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromReader("f", bytes.NewReader(payload), int64(len(payload)))}, files.WriteParams{})
 	require.NoError(t, err)
 	require.Equal(t, 2, log.count(), "the 503 was retried")
 	log.mu.Lock()
 	assert.Equal(t, log.sums[0], log.sums[1], "the retry sent the same archive")
 	assert.Equal(t, log.lengths[0], log.sizes[1])
 	log.mu.Unlock()
-	got, err := sb.ReadFileBytes(t.Context(), "f")
+	got, err := sb.FS().ReadFile(t.Context(), "f")
 	require.NoError(t, err)
 	assert.Equal(t, payload, got)
 	assertEmptyDir(t, spool, "the spool file is removed")
@@ -194,18 +194,18 @@ func TestSizedUploadSpoolRemovedOnFailureAndCancel(t *testing.T) {
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{})
 	require.NoError(t, err)
 
-	err = sb.WriteFiles(t.Context(), []files.Entry{files.FromReader("f", &failingReader{n: 1 << 20}, 2<<20)})
+	err = sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromReader("f", &failingReader{n: 1 << 20}, 2<<20)}, files.WriteParams{})
 	var ee *files.EntryError
 	require.ErrorAs(t, err, &ee, "the source's failure")
 	assertEmptyDir(t, spool, "the spool file is removed after a failure")
 
 	ctx, cancel := context.WithCancel(t.Context())
 	r := &cancelAfter{r: newGenReader(64 << 20), after: 4 << 20, cancel: cancel}
-	err = sb.WriteFiles(ctx, []files.Entry{files.FromReader("g", r, 64<<20)})
+	err = sb.FS().WriteFiles(ctx, []files.Entry{files.FromReader("g", r, 64<<20)}, files.WriteParams{})
 	require.ErrorIs(t, err, context.Canceled)
 	assertEmptyDir(t, spool, "the spool file is removed after a cancel")
 
-	err = sb.WriteFiles(t.Context(), []files.Entry{files.FromBytes("/", []byte("x"))})
+	err = sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromBytes("/", []byte("x"))}, files.WriteParams{})
 	require.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	assertEmptyDir(t, spool, "nothing is spooled for invalid input")
 }
@@ -235,7 +235,7 @@ func TestSizedUploadSpoolRemovedOnCancelWhileSending(t *testing.T) {
 		spooled <- len(ents)
 		cancel()
 	}()
-	err = sb.WriteFiles(ctx, []files.Entry{files.FromReader("g", newGenReader(1<<20), 1<<20)})
+	err = sb.FS().WriteFiles(ctx, []files.Entry{files.FromReader("g", newGenReader(1<<20), 1<<20)}, files.WriteParams{})
 	close(release)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, <-spooled, "the upload was sent from its spool file")
@@ -281,7 +281,7 @@ func TestSizedUploadInBoundedMemory(t *testing.T) {
 	require.NoError(t, err)
 
 	hp := startHeapPeak()
-	err = sb.WriteFiles(t.Context(), []files.Entry{files.FromReader("big.bin", newGenReader(size), size)})
+	err = sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromReader("big.bin", newGenReader(size), size)}, files.WriteParams{})
 	growth := hp.growth()
 	require.NoError(t, err)
 	t.Logf("spooled and uploaded 256 MiB (compressed) with peak heap growth %.1f MiB", float64(growth)/(1<<20))
@@ -346,7 +346,7 @@ func BenchmarkWriteFilesSized(b *testing.B) {
 				b.SetBytes(uploadSize)
 				b.ReportAllocs()
 				for b.Loop() {
-					if err := sb.WriteFiles(ctx, entries, files.WithLevel(l.level)); err != nil {
+					if err := sb.FS().WriteFiles(ctx, entries, atLevel(l.level)); err != nil {
 						b.Fatal(err)
 					}
 				}

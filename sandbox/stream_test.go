@@ -19,7 +19,8 @@ import (
 // lineCutter passes the first lines of a response through and then fails
 // every write, so that the fake stops streaming and the response ends
 // cleanly without its final frame. With abort, the connection is cut
-// instead.
+// instead. Each line passed through is flushed, so the client has it
+// before the cut whatever the server buffers.
 type lineCutter struct {
 	http.ResponseWriter
 	left  int
@@ -34,7 +35,11 @@ func (w *lineCutter) Write(p []byte) (int, error) {
 		return 0, fmt.Errorf("cut")
 	}
 	w.left -= bytes.Count(p, []byte("\n"))
-	return w.ResponseWriter.Write(p)
+	n, err := w.ResponseWriter.Write(p)
+	if err == nil {
+		err = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+	return n, err
 }
 
 func (w *lineCutter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }

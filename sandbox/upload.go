@@ -29,13 +29,13 @@ import (
 // re-reads the file, and the file is removed when the upload ends, also
 // on failure or cancellation.
 
-// WithSizedUploads sends every upload (WriteFiles, WriteFile, AppendFile,
-// and those of a User) with a Content-Length instead of chunked: for a
-// proxy, or an API, that refuses chunked request bodies. Uploads written
-// with files.WithLevel(gzip.NoCompression) are streamed with their exact,
-// computed length; others are first written to a temporary file in dir
-// (os.TempDir() when dir is empty), which is removed when the upload ends.
-// Progress (files.WithProgress) then reports the writing of that file.
+// WithSizedUploads sends every upload (FileSystem.WriteFiles and
+// WriteFile) with a Content-Length instead of chunked: for a proxy, or an
+// API, that refuses chunked request bodies. Uploads written with
+// files.WriteParams.Stored are streamed with their exact, computed length;
+// others are first written to a temporary file in dir (os.TempDir() when
+// dir is empty), which is removed when the upload ends. Progress
+// (files.WriteParams.Progress) then reports the writing of that file.
 //
 // It is a client option, not a per-call one, because the need comes from
 // the network path, the same for every upload: a program that forgot it
@@ -77,7 +77,7 @@ func (e *ChunkedUploadError) Unwrap() error { return e.Err }
 type uploadBody struct {
 	conf    uploadConfig
 	entries []files.Entry
-	opts    []files.Option
+	params  files.WriteParams
 	once    []io.Closer // one-shot bodies
 	spool   *spoolFile  // of the last cwd
 }
@@ -86,10 +86,10 @@ type uploadBody struct {
 // A replayable body can be sent again; otherwise the call is sent once.
 func (u *uploadBody) set(ctx context.Context, call *httpcore.Call, cwd string, replayable bool) error {
 	write := func(ctx context.Context, w io.Writer) error {
-		return files.WriteTarGz(ctx, w, cwd, u.entries, u.opts...)
+		return files.WriteTarGz(ctx, w, cwd, u.entries, u.params)
 	}
 	if u.conf.sized {
-		n, known, err := files.Length(cwd, u.entries, u.opts...)
+		n, known, err := files.Length(cwd, u.entries, u.params)
 		if err != nil {
 			return err
 		}

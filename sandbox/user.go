@@ -1,13 +1,8 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
-	"io"
-	"io/fs"
-	"iter"
 	"maps"
 	"path"
 	"slices"
@@ -15,12 +10,11 @@ import (
 	"sync"
 
 	"github.com/sbx-go/vercel-sandbox/command"
-	"github.com/sbx-go/vercel-sandbox/files"
 )
 
 // User acts as one Linux user of a sandbox: its commands run as that user
 // (through sudo -u, as the official SDK does), in its home directory by
-// default, and its file calls see what that user may see. Get one from
+// default, and its file calls (FS) see what that user may see. Get one from
 // Sandbox.CreateUser or Sandbox.AsUser. It is safe for concurrent use.
 type User struct {
 	sb   *Sandbox
@@ -149,195 +143,4 @@ func (u *User) groups(ctx context.Context) (primary, dflt string, err error) {
 	u.primaryGroup, u.defaultGroup = primary, dflt
 	u.mu.Unlock()
 	return primary, dflt, nil
-}
-
-// WriteFiles uploads entries through the file API, then gives them to the
-// user: relative paths are relative to the home directory, the files are
-// owned by the user and its group, and directories made below the home
-// directory are the user's with mode 770, as the official SDK leaves them.
-func (u *User) WriteFiles(ctx context.Context, entries []files.Entry, opts ...files.Option) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	if err := files.Validate(u.home, entries, opts...); err != nil {
-		return err
-	}
-	abs := make([]files.Entry, len(entries))
-	paths := make([]string, len(entries))
-	for i, e := range entries {
-		abs[i] = e.WithPath(u.resolve(e.Path()))
-		paths[i] = abs[i].Path()
-	}
-	if err := u.sb.WriteFiles(ctx, abs, opts...); err != nil {
-		return err
-	}
-	primary, dflt, err := u.groups(ctx)
-	if err != nil {
-		return err
-	}
-	if err := u.asRoot(ctx, "chown", append([]string{u.name + ":" + primary, "--"}, paths...)...); err != nil {
-		return err
-	}
-	dirs := u.dirsBelowHome(paths)
-	if len(dirs) == 0 {
-		return nil
-	}
-	if err := u.asRoot(ctx, "chown", append([]string{u.name + ":" + dflt, "--"}, dirs...)...); err != nil {
-		return err
-	}
-	return u.asRoot(ctx, "chmod", append([]string{"770", "--"}, dirs...)...)
-}
-
-// WriteFile uploads one file with mode 0644 as the user.
-func (u *User) WriteFile(ctx context.Context, path string, data []byte) error {
-	if err := checkFilePath("path", path); err != nil {
-		return err
-	}
-	return u.WriteFiles(ctx, []files.Entry{files.FromBytes(path, data)})
-}
-
-func (u *User) asRoot(ctx context.Context, name string, args ...string) error {
-	_, err := u.sb.Run(ctx, &command.Cmd{Name: name, Args: args, Sudo: true})
-	return err
-}
-
-// dirsBelowHome returns the directories strictly between the home
-// directory and each path.
-func (u *User) dirsBelowHome(paths []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, p := range paths {
-		for d := path.Dir(p); strings.HasPrefix(d, u.home+"/"); d = path.Dir(d) {
-			if !seen[d] {
-				seen[d] = true
-				out = append(out, d)
-			}
-		}
-	}
-	return out
-}
-
-// ReadFileBytes reads a whole file as the user, so the user's own
-// permissions apply (the file API may not reach a file it keeps private).
-// It runs base64 as the user, as the official SDK does; relative paths are
-// relative to the home directory. A missing file gives an error matching
-// fs.ErrNotExist. Files are read whole, up to 48 MiB.
-func (u *User) ReadFileBytes(ctx context.Context, path string) ([]byte, error) {
-	if err := checkPath("path", path); err != nil {
-		return nil, err
-	}
-	p := u.resolve(path)
-	out, err := u.fileOps().exec(ctx, "read", p, "base64", "--", p)
-	if err != nil {
-		return nil, err
-	}
-	data, err := base64.StdEncoding.DecodeString(string(out))
-	if err != nil {
-		return nil, &fs.PathError{Op: "read", Path: p, Err: err}
-	}
-	return data, nil
-}
-
-// ReadFile is ReadFileBytes as a stream. The caller must close it.
-func (u *User) ReadFile(ctx context.Context, path string) (io.ReadCloser, error) {
-	data, err := u.ReadFileBytes(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	return io.NopCloser(bytes.NewReader(data)), nil
-}
-
-func (u *User) fileOps() fileOps {
-	return fileOps{run: u.Run, read: u.ReadFileBytes, write: func(ctx context.Context, entries []files.Entry) error {
-		return u.WriteFiles(ctx, entries)
-	}}
-}
-
-// The file calls of Sandbox, run as the user. Relative paths are
-// relative to the home directory.
-
-// Stat is Sandbox.Stat as the user.
-func (u *User) Stat(ctx context.Context, path string) (fs.FileInfo, error) {
-	return u.fileOps().stat(ctx, "stat", path, true)
-}
-
-// Lstat is Sandbox.Lstat as the user.
-func (u *User) Lstat(ctx context.Context, path string) (fs.FileInfo, error) {
-	return u.fileOps().stat(ctx, "lstat", path, false)
-}
-
-// Exists is Sandbox.Exists as the user.
-func (u *User) Exists(ctx context.Context, path string) (bool, error) {
-	return u.fileOps().exists(ctx, path)
-}
-
-// ReadDir is Sandbox.ReadDir as the user.
-func (u *User) ReadDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
-	return u.fileOps().readDir(ctx, path)
-}
-
-// Walk is Sandbox.Walk as the user.
-func (u *User) Walk(ctx context.Context, root string) iter.Seq2[WalkEntry, error] {
-	return u.fileOps().walk(ctx, root)
-}
-
-// Remove is Sandbox.Remove as the user.
-func (u *User) Remove(ctx context.Context, path string) error {
-	return u.fileOps().remove(ctx, path)
-}
-
-// RemoveAll is Sandbox.RemoveAll as the user.
-func (u *User) RemoveAll(ctx context.Context, path string) error {
-	return u.fileOps().removeAll(ctx, path)
-}
-
-// Rename is Sandbox.Rename as the user.
-func (u *User) Rename(ctx context.Context, oldpath, newpath string) error {
-	return u.fileOps().rename(ctx, oldpath, newpath)
-}
-
-// CopyFile is Sandbox.CopyFile as the user.
-func (u *User) CopyFile(ctx context.Context, src, dst string) error {
-	return u.fileOps().copyFile(ctx, src, dst)
-}
-
-// Chmod is Sandbox.Chmod as the user.
-func (u *User) Chmod(ctx context.Context, path string, mode fs.FileMode) error {
-	return u.fileOps().chmod(ctx, path, mode)
-}
-
-// Chown is Sandbox.Chown as the user.
-func (u *User) Chown(ctx context.Context, path string, uid, gid int) error {
-	return u.fileOps().chown(ctx, path, uid, gid)
-}
-
-// Symlink is Sandbox.Symlink as the user.
-func (u *User) Symlink(ctx context.Context, oldname, newname string) error {
-	return u.fileOps().symlink(ctx, oldname, newname)
-}
-
-// Readlink is Sandbox.Readlink as the user.
-func (u *User) Readlink(ctx context.Context, path string) (string, error) {
-	return u.fileOps().readlink(ctx, path)
-}
-
-// Realpath is Sandbox.Realpath as the user.
-func (u *User) Realpath(ctx context.Context, path string) (string, error) {
-	return u.fileOps().realpath(ctx, path)
-}
-
-// MkdirTemp is Sandbox.MkdirTemp as the user.
-func (u *User) MkdirTemp(ctx context.Context, dir, pattern string) (string, error) {
-	return u.fileOps().mkdirTemp(ctx, dir, pattern)
-}
-
-// AppendFile is Sandbox.AppendFile as the user: the file is read and
-// written back as the user.
-func (u *User) AppendFile(ctx context.Context, path string, data []byte) error {
-	return u.fileOps().appendFile(ctx, path, data)
-}
-
-// DirFS is Sandbox.DirFS as the user.
-func (u *User) DirFS(ctx context.Context, dir string) fs.FS {
-	return &dirFS{ctx: ctx, ops: u.fileOps(), dir: dir}
 }

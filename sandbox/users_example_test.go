@@ -197,7 +197,7 @@ func ExampleClient_SnapshotTree() {
 	// Output: true 1 true
 }
 
-func ExampleUser_WriteFiles() {
+func ExampleFileSystem_WriteFiles_user() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	ctx := context.Background()
@@ -207,15 +207,15 @@ func ExampleUser_WriteFiles() {
 	}
 	// A relative path is relative to the user's home; the file becomes
 	// the user's.
-	if err := erin.WriteFiles(ctx, []files.Entry{files.FromBytes("notes/todo.txt", []byte("ship it\n"))}); err != nil {
+	if err := erin.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("notes/todo.txt", []byte("ship it\n"))}, files.WriteParams{}); err != nil {
 		log.Fatal(err)
 	}
-	data, err := sb.ReadFileBytes(ctx, "/home/erin/notes/todo.txt")
+	data, err := sb.FS().ReadFile(ctx, "/home/erin/notes/todo.txt")
 	fmt.Printf("%q %v\n", data, err)
 	// Output: "ship it\n" <nil>
 }
 
-func ExampleUser_ReadFileBytes() {
+func ExampleFileSystem_ReadFile_user() {
 	script := sandboxtest.NewScript()
 	sandboxtest.NewAccounts().Install(script)
 	// Played by the script here; a real sandbox runs base64 as the user.
@@ -231,7 +231,7 @@ func ExampleUser_ReadFileBytes() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	data, err := frank.ReadFileBytes(ctx, "private.txt")
+	data, err := frank.FS().ReadFile(ctx, "private.txt")
 	fmt.Printf("%q %v\n", data, err)
 	// Output: "secret" <nil>
 }
@@ -253,7 +253,7 @@ func ExampleUser_Start() {
 	// Output: 0 <nil>
 }
 
-func ExampleUser_Stat() {
+func ExampleFileSystem_Stat_user() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	ctx := context.Background()
@@ -261,10 +261,10 @@ func ExampleUser_Stat() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := u.WriteFile(ctx, "hello.txt", []byte("hi")); err != nil {
+	if err := u.FS().WriteFile(ctx, "hello.txt", []byte("hi"), 0o644); err != nil {
 		log.Fatal(err)
 	}
-	fi, err := u.Stat(ctx, "hello.txt") // relative to /home/ivan
+	fi, err := u.FS().Stat(ctx, "hello.txt") // relative to /home/ivan
 	if err != nil {
 		log.Fatal(err)
 	}

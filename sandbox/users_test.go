@@ -165,7 +165,7 @@ func TestUserFilesAreItsOwn(t *testing.T) {
 	alice, err := sb.CreateUser(ctx, "alice")
 	require.NoError(t, err)
 
-	require.NoError(t, alice.WriteFiles(ctx, []files.Entry{files.FromBytes("notes/a.txt", []byte("hello"))}))
+	require.NoError(t, alice.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("notes/a.txt", []byte("hello"))}, files.WriteParams{}))
 	var chowns []string
 	for _, c := range e.script.Calls() {
 		if c.Name == "chown" || c.Name == "chmod" {
@@ -176,10 +176,10 @@ func TestUserFilesAreItsOwn(t *testing.T) {
 	require.Contains(t, chowns, "chown alice:vercel-sandbox -- /home/alice/notes", "directories stay reachable by the file API")
 	require.Contains(t, chowns, "chmod 770 -- /home/alice/notes")
 
-	data, err := alice.ReadFileBytes(ctx, "notes/a.txt")
+	data, err := alice.FS().ReadFile(ctx, "notes/a.txt")
 	require.NoError(t, err)
 	require.Equal(t, "hello", string(data))
-	_, err = alice.ReadFile(ctx, "missing")
+	_, err = alice.FS().Open(ctx, "missing")
 	require.ErrorIs(t, err, fs.ErrNotExist)
 }
 
@@ -211,23 +211,60 @@ func TestUserFileCallsRunRealTools(t *testing.T) {
 	require.NoError(t, err)
 	u, err := sb.CreateUser(ctx, "grace")
 	require.NoError(t, err)
-	require.NoError(t, u.WriteFiles(ctx, []files.Entry{files.FromBytes("proj/a.txt", []byte("a")), files.FromBytes("proj/b.txt", []byte("bb"))}))
+	require.NoError(t, u.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("proj/a.txt", []byte("a")), files.FromBytes("proj/b.txt", []byte("bb"))}, files.WriteParams{}))
 
-	fi, err := u.Stat(ctx, "proj/b.txt")
+	fi, err := u.FS().Stat(ctx, "proj/b.txt")
 	require.NoError(t, err, "relative to the home directory")
 	require.EqualValues(t, 2, fi.Size())
-	list, err := u.ReadDir(ctx, "proj")
+	list, err := u.FS().ReadDir(ctx, "proj")
 	require.NoError(t, err)
 	require.Len(t, list, 2)
-	require.NoError(t, u.Rename(ctx, "proj/a.txt", "proj/c.txt"))
-	ok, err := u.Exists(ctx, "proj/c.txt")
+	require.NoError(t, u.FS().Rename(ctx, "proj/a.txt", "proj/c.txt"))
+	_, err = u.FS().Stat(ctx, "proj/c.txt")
 	require.NoError(t, err)
-	require.True(t, ok)
-	_, err = u.Lstat(ctx, "proj/a.txt")
+	_, err = u.FS().Lstat(ctx, "proj/a.txt")
 	require.ErrorIs(t, err, fs.ErrNotExist)
-	require.NoError(t, u.RemoveAll(ctx, "proj"))
+	require.NoError(t, u.FS().RemoveAll(ctx, "proj"))
 	// "." is the home directory: hostexec would read an absolute path on the host.
-	entries, err := fs.ReadDir(u.DirFS(ctx, "."), ".")
+	entries, err := fs.ReadDir(u.FS().DirFS(ctx, "."), ".")
 	require.NoError(t, err)
 	require.Empty(t, entries)
+}
+
+// TestUserOpenStreams: a User's Open decodes base64 as it arrives, and
+// closing it early stops the command.
+func TestUserOpenStreams(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e, _ := accountsEnv(t)
+	stopped := make(chan struct{})
+	e.handle("base64", sandboxtest.HandlerFunc(func(hctx context.Context, cmd *local.Cmd, signals <-chan int) int {
+		defer close(stopped)
+		line := strings.Repeat("QUJD", 19) + "\n" // "ABC" 19 times
+		for range 1 << 20 {                       // 77 MiB at most
+			select {
+			case <-hctx.Done():
+				return 1
+			case <-signals:
+				return 137
+			default:
+			}
+			if _, err := io.WriteString(cmd.Stdout, line); err != nil {
+				return 1
+			}
+		}
+		return 0
+	}))
+	sb := e.create("")
+	alice, err := sb.CreateUser(ctx, "alice")
+	require.NoError(t, err)
+
+	rc, err := alice.FS().Open(ctx, "big")
+	require.NoError(t, err)
+	buf := make([]byte, 4<<10)
+	_, err = io.ReadFull(rc, buf)
+	require.NoError(t, err)
+	require.Equal(t, strings.Repeat("ABC", len(buf)/3), string(buf[:len(buf)/3*3]))
+	require.NoError(t, rc.Close())
+	waitFor(t, stopped, "the command to stop after Close")
 }

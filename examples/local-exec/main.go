@@ -273,10 +273,10 @@ const (
 )
 
 func runJS(ctx context.Context, sb *sandbox.Sandbox, o Options, mode string) (*Result, error) {
-	if err := sb.WriteFile(ctx, runnerPath, []byte(jsRunner)); err != nil {
+	if err := sb.FS().WriteFile(ctx, runnerPath, []byte(jsRunner), 0o644); err != nil {
 		return nil, err
 	}
-	if err := sb.WriteFile(ctx, codePath, []byte(o.Code)); err != nil {
+	if err := sb.FS().WriteFile(ctx, codePath, []byte(o.Code), 0o644); err != nil {
 		return nil, err
 	}
 	heap := o.MemoryMB * 3 / 4
@@ -289,7 +289,7 @@ func runJS(ctx context.Context, sb *sandbox.Sandbox, o Options, mode string) (*R
 	}
 	out := newResult(res, elapsed, mode)
 	// The runner's own report wins when it got to write one.
-	if data, err := sb.ReadFileBytes(ctx, resultPath); err == nil {
+	if data, err := sb.FS().ReadFile(ctx, resultPath); err == nil {
 		var rep struct {
 			OK    bool            `json:"ok"`
 			Value json.RawMessage `json:"value"`

@@ -77,10 +77,10 @@ func run(ctx context.Context, out, errOut io.Writer, forceLocal bool) error {
 	}()
 
 	step(out, "writing files")
-	err = sb.WriteFiles(ctx, []files.Entry{
+	err = sb.FS().WriteFiles(ctx, []files.Entry{
 		files.FromBytes("hello.sh", []byte("#!/bin/sh\nfor i in 1 2 3; do echo \"hello $i from $(uname -s)\"; sleep 0.2; done\n")).WithMode(0o755),
 		files.FromBytes("data/numbers.txt", []byte("3\n1\n2\n")),
-	})
+	}, files.WriteParams{})
 	if err != nil {
 		return fmt.Errorf("write files: %w", err)
 	}
@@ -109,7 +109,7 @@ func run(ctx context.Context, out, errOut io.Writer, forceLocal bool) error {
 	}
 
 	step(out, "reading a file back")
-	data, err := sb.ReadFileBytes(ctx, "data/sorted.txt")
+	data, err := sb.FS().ReadFile(ctx, "data/sorted.txt")
 	if err != nil {
 		return fmt.Errorf("read file: %w", err)
 	}

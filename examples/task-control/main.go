@@ -320,7 +320,7 @@ func demoDeadline(ctx context.Context, out io.Writer, _ Env, _ *Store, client *s
 	followUpRan := false
 	err = task.Do(ctx, "publish results", func(ctx context.Context, sb *sandbox.Sandbox) error {
 		followUpRan = true
-		return sb.WriteFile(ctx, "published.txt", []byte("too late"))
+		return sb.FS().WriteFile(ctx, "published.txt", []byte("too late"), 0o644)
 	})
 	fmt.Fprintf(out, "    follow-up step: %s (ran: %t)\n", workload.ErrorCodeOf(err), followUpRan)
 	if followUpRan || !errors.Is(err, workload.ErrTaskEnded) {

@@ -172,7 +172,7 @@ func run(ctx context.Context, out, errOut io.Writer, o options) error {
 		project = shellProject("repo")
 		checks = []*command.Cmd{&command.Cmd{Name: "sh", Args: []string{"scripts/lint.sh"}}, &command.Cmd{Name: "sh", Args: []string{"scripts/test.sh"}}}
 	}
-	if err := sb.WriteFiles(ctx, project); err != nil {
+	if err := sb.FS().WriteFiles(ctx, project, files.WriteParams{}); err != nil {
 		return fmt.Errorf("write files: %w", err)
 	}
 

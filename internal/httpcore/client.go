@@ -17,10 +17,11 @@ import (
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/loopback"
+	"github.com/sbx-go/vercel-sandbox/internal/version"
 )
 
 // Version is the library version sent in the user agent.
-const Version = "0.1.0"
+const Version = version.Version
 
 // RoundTripFunc is one step of a middleware chain.
 type RoundTripFunc func(*http.Request) (*http.Response, error)

@@ -296,15 +296,28 @@ func (s *Server) followOutput(e *edge, nd *ndjsonWriter, c *commandRec) bool {
 		if done {
 			return true
 		}
+		// A batch holds what was ready: it goes out in one flush, or in
+		// several when it is large, so a reader of many short lines is
+		// woken once per batch, and a single line still leaves at once.
 		for _, f := range frames {
-			if e.over() || nd.line(s.logFrame(f)) != nil {
+			if e.over() || nd.write(s.logFrame(f)) != nil {
 				return false
 			}
+			if nd.pending >= flushBytes && nd.flush() != nil {
+				return false
+			}
+		}
+		if nd.flush() != nil {
+			return false
 		}
 		from = next
 	}
 	return false
 }
+
+// flushBytes bounds the output a log stream holds back before it flushes
+// within a batch of frames.
+const flushBytes = 32 << 10
 
 // logLine is one output line of an NDJSON stream.
 type logLine struct {
@@ -312,13 +325,22 @@ type logLine struct {
 	Data   string `json:"data"`
 }
 
-// ndjsonWriter writes one JSON value per line and flushes after each.
+// ndjsonWriter writes one JSON value per line: line flushes it at once,
+// write leaves it for the next flush.
 type ndjsonWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	pending int // bytes written since the last flush
 }
 
 func (n *ndjsonWriter) line(v any) error {
+	if err := n.write(v); err != nil {
+		return err
+	}
+	return n.flush()
+}
+
+func (n *ndjsonWriter) write(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -327,6 +349,15 @@ func (n *ndjsonWriter) line(v any) error {
 	if _, err := n.w.Write(b); err != nil {
 		return err
 	}
+	n.pending += len(b)
+	return nil
+}
+
+func (n *ndjsonWriter) flush() error {
+	if n.pending == 0 {
+		return nil
+	}
+	n.pending = 0
 	return n.rc.Flush()
 }
 

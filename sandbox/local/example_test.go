@@ -116,12 +116,12 @@ func ExampleWithDiskQuota() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = sb.WriteFile(ctx, "/vercel/sandbox/big.bin", make([]byte, 2<<20))
+	err = sb.FS().WriteFile(ctx, "/vercel/sandbox/big.bin", make([]byte, 2<<20), 0o644)
 	var apiErr *sandbox.APIError
 	if errors.As(err, &apiErr) {
 		fmt.Println(apiErr.StatusCode, strings.Contains(apiErr.Message, "disk quota"))
 	}
-	fmt.Println(sb.WriteFile(ctx, "/vercel/sandbox/small.txt", []byte("fits")))
+	fmt.Println(sb.FS().WriteFile(ctx, "/vercel/sandbox/small.txt", []byte("fits"), 0o644))
 	// Output:
 	// 400 true
 	// <nil>

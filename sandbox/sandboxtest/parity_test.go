@@ -39,9 +39,9 @@ func TestOfficialSDKParity(t *testing.T) {
 	sb, err := c.Create(ctx, sandbox.CreateParams{Name: "parity"})
 	require.NoError(t, err)
 	for _, side := range []string{"ts", "go"} {
-		require.NoError(t, sb.WriteFiles(ctx, []files.Entry{
-			files.FromBytes(side+"/a.txt", []byte("hello")), files.FromBytes(side+"/sub/x", []byte("x"))}))
-		require.NoError(t, sb.Symlink(ctx, "a.txt", side+"/link"))
+		require.NoError(t, sb.FS().WriteFiles(ctx, []files.Entry{
+			files.FromBytes(side+"/a.txt", []byte("hello")), files.FromBytes(side+"/sub/x", []byte("x"))}, files.WriteParams{}))
+		require.NoError(t, sb.FS().Symlink(ctx, "a.txt", side+"/link"))
 	}
 	// One modification time for both copies, whenever they were written.
 	_, err = sb.Run(ctx, &command.Cmd{Name: "touch", Args: []string{"-d", "@1767225600", "--", "ts/a.txt", "go/a.txt"}})
@@ -92,13 +92,13 @@ func snapshotChain(t *testing.T, c *sandbox.Client) string {
 func goParity(t *testing.T, sb *sandbox.Sandbox, c *sandbox.Client, snapID string) map[string]any {
 	ctx := t.Context()
 	out := map[string]any{}
-	fi, err := sb.Stat(ctx, "go/a.txt")
+	fi, err := sb.FS().Stat(ctx, "go/a.txt")
 	require.NoError(t, err)
 	st := fi.Sys().(*sandbox.FileStat)
 	perm := uint32(fi.Mode().Perm())
 	out["stat"] = map[string]any{"size": fi.Size(), "isFile": fi.Mode().IsRegular(), "isDir": fi.IsDir(), "perm": perm,
 		"uid": st.UID, "gid": st.GID, "mtimeSec": fi.ModTime().Unix()}
-	list, err := sb.ReadDir(ctx, "go")
+	list, err := sb.FS().ReadDir(ctx, "go")
 	require.NoError(t, err)
 	var dir []map[string]any
 	for _, d := range list {
@@ -106,17 +106,20 @@ func goParity(t *testing.T, sb *sandbox.Sandbox, c *sandbox.Client, snapID strin
 	}
 	out["readdir"] = dir
 	exists := func(p string) bool {
-		ok, err := sb.Exists(ctx, p)
+		_, err := sb.FS().Stat(ctx, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
 		require.NoError(t, err)
-		return ok
+		return true
 	}
 	out["exists"] = []bool{exists("go/a.txt"), exists("go/missing")}
-	_, err = sb.Stat(ctx, "go/missing")
+	_, err = sb.FS().Stat(ctx, "go/missing")
 	out["statMissing"] = errCode(err)
-	out["rmMissing"] = errCode(sb.Remove(ctx, "go/missing"))
-	out["rename"] = errCode(sb.Rename(ctx, "go/a.txt", "go/renamed.txt"))
+	out["rmMissing"] = errCode(sb.FS().Remove(ctx, "go/missing"))
+	out["rename"] = errCode(sb.FS().Rename(ctx, "go/a.txt", "go/renamed.txt"))
 	out["afterRename"] = []bool{exists("go/a.txt"), exists("go/renamed.txt")}
-	out["rm"] = errCode(sb.RemoveAll(ctx, "go/sub"))
+	out["rm"] = errCode(sb.FS().RemoveAll(ctx, "go/sub"))
 	out["afterRm"] = exists("go/sub")
 
 	u, err := sb.CreateUser(ctx, "gouser")

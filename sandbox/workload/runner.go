@@ -36,7 +36,7 @@ type Step struct {
 // WriteFilesStep returns a step that uploads entries.
 func WriteFilesStep(name string, entries ...files.Entry) Step {
 	return Step{Name: name, Run: func(ctx context.Context, sb *sandbox.Sandbox) error {
-		return sb.WriteFiles(ctx, entries)
+		return sb.FS().WriteFiles(ctx, entries, files.WriteParams{})
 	}}
 }
 

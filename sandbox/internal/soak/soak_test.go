@@ -209,7 +209,7 @@ func (r *report) check(t *testing.T) {
 	}
 }
 
-// summary is the line the README quotes.
+// summary is the line docs/reliability.md quotes.
 func (r *report) summary() string {
 	c := r.tl.get
 	return fmt.Sprintf("soak %s (%s in all), seed %d, %d sandboxes at once (%d rounds): "+

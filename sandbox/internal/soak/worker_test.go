@@ -468,7 +468,7 @@ func (w *worker) files(ctx context.Context, rd *round, id string, oc opContext) 
 		sizes = append(sizes, fmt.Sprint(size))
 	}
 	oc.desc += ", files of " + strings.Join(sizes, ", ") + " bytes"
-	err := rd.sb.WriteFiles(ctx, entries)
+	err := rd.sb.FS().WriteFiles(ctx, entries, files.WriteParams{})
 	if err != nil {
 		w.countError(oc, err)
 	}
@@ -495,7 +495,7 @@ func (w *worker) files(ctx context.Context, rd *round, id string, oc opContext) 
 
 // download reads a file back and checks its checksum.
 func (w *worker) download(ctx context.Context, rd *round, oc opContext, u upload) {
-	rc, err := rd.sb.ReadFile(ctx, u.path)
+	rc, err := rd.sb.FS().Open(ctx, u.path)
 	if err != nil {
 		w.countError(oc, err)
 		return

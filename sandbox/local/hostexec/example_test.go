@@ -38,7 +38,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := sb.WriteFile(ctx, "greeting.txt", []byte("hello from the client")); err != nil {
+	if err := sb.FS().WriteFile(ctx, "greeting.txt", []byte("hello from the client"), 0o644); err != nil {
 		log.Fatal(err)
 	}
 	out, err := sb.Output(ctx, &command.Cmd{Name: "cat", Args: []string{"greeting.txt"}})

@@ -20,7 +20,7 @@ import (
 // alike: bare bwrap with the namespaces and mounts of a minimal sandbox
 // (the floor isolation costs), the isolated executor with control groups
 // and with rlimits only, and the host executor (the floor a command
-// costs). It reports each one's time per start and the ratios the README
+// costs). It reports each one's time per start and the ratios docs/performance.md
 // quotes: isolated over bare bwrap, and isolated minus host (the
 // per-command overhead of isolation).
 func BenchmarkStart(b *testing.B) {

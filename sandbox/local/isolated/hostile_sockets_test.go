@@ -132,7 +132,7 @@ func (h *hostile) withSockProbe() {
 	}
 	entry, err := files.FromFile("/vercel/sandbox/sockprobe", filepath.Join(dir, "sockprobe"))
 	require.NoError(t, err)
-	require.NoError(t, h.sb.WriteFiles(t.Context(), []files.Entry{entry}))
+	require.NoError(t, h.sb.FS().WriteFiles(t.Context(), []files.Entry{entry}, files.WriteParams{}))
 	_, err = h.sb.SetNetworkPolicy(t.Context(), sandbox.AllowAll())
 	require.NoError(t, err)
 }

@@ -28,8 +28,8 @@ import (
 
 // The isolation probes: hostile commands, run through the API as a client
 // would run them, each trying one way out of its sandbox. Each asserts
-// what happened on the host, not only that a call returned. The README's
-// section on the local backend's guarantees lists them.
+// what happened on the host, not only that a call returned. docs/security.md
+// lists them.
 
 // hostile is a server with the isolated executor and one sandbox.
 type hostile struct {
@@ -228,8 +228,8 @@ func TestProbePlantedLink(t *testing.T) {
 	h.bash(fmt.Sprintf("ln -s %q /vercel/sandbox/lnk", outside), false)
 	_, err := h.sb.Run(t.Context(), &command.Cmd{Name: "true", Dir: "/vercel/sandbox/lnk/x/y"})
 	assert.Error(t, err, "a working directory behind the link is refused")
-	assert.Error(t, h.sb.MkDir(t.Context(), "/vercel/sandbox/lnk/made"))
-	assert.Error(t, h.sb.WriteFile(t.Context(), "/vercel/sandbox/lnk/planted", []byte("x")))
+	assert.Error(t, h.sb.FS().Mkdir(t.Context(), "/vercel/sandbox/lnk/made", 0o755))
+	assert.Error(t, h.sb.FS().WriteFile(t.Context(), "/vercel/sandbox/lnk/planted", []byte("x"), 0o644))
 	ents, err := os.ReadDir(outside)
 	require.NoError(t, err)
 	assert.Empty(t, ents, "no host path created through the link")
@@ -242,9 +242,9 @@ func TestProbeFIFOHang(t *testing.T) {
 	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
 	done := make(chan error, 1)
 	go func() {
-		_, err := h.sb.ReadFileBytes(t.Context(), "/vercel/sandbox/p")
+		_, err := h.sb.FS().ReadFile(t.Context(), "/vercel/sandbox/p")
 		if err == nil {
-			_, err = h.sb.ReadFileBytes(t.Context(), "/tmp/p")
+			_, err = h.sb.FS().ReadFile(t.Context(), "/tmp/p")
 		}
 		if err != nil {
 			_, err = h.sb.Stop(t.Context())
@@ -273,7 +273,7 @@ func TestProbeDiskQuota(t *testing.T) {
 	// starved of CPU can be a few seconds. Half of what it tried is the bound
 	// that still proves the kill.
 	assert.Less(t, used, int64(5e9), "the disk filled far less than the command tried (10 GB)")
-	err := h.sb.WriteFile(t.Context(), "/vercel/sandbox/more", []byte("x"))
+	err := h.sb.FS().WriteFile(t.Context(), "/vercel/sandbox/more", []byte("x"), 0o644)
 	var apiErr *sandbox.APIError
 	require.ErrorAs(t, err, &apiErr, "an upload over the quota is refused")
 	assert.Equal(t, http.StatusBadRequest, apiErr.StatusCode)

@@ -5,6 +5,60 @@
 // session (StartTTY), and per-command limits. Best picks it where
 // this system allows it and falls back to package hostexec elsewhere,
 // saying why.
+//
+// # Security model
+//
+// The executor is meant to run code you do not trust, such as code an agent
+// wrote, on your own machine. Its engine is bubblewrap, the sandbox Flatpak
+// uses: each command gets its own user, mount, PID, network, UTS, IPC and
+// cgroup namespaces, a new session, no capability (but for the few of a
+// sandbox's root over its own sandbox), no new privileges, and dies with
+// the server. This package adds only what bwrap does not do: the layout of
+// the sandbox's filesystem, limits, a seccomp filter against setuid and
+// setgid files, a Landlock domain, and the network policy. It needs Linux,
+// bwrap and unprivileged user namespaces.
+//
+// What holds, whatever a command does:
+//
+//   - no host file: the host's /usr, /bin, /lib* and a few files of /etc
+//     read-only (one private copy that follows the host), the sandbox's own
+//     tree read-write, nothing else (not your home, /tmp, /etc/shadow);
+//   - no host descriptor or terminal: only standard input (empty), output
+//     and error; /dev/tty fails, and an interactive command gets a new
+//     pseudo-terminal of its own, never the server's;
+//   - no host process: a PID namespace of its own, and no process started
+//     by a command outlives it or its session, daemons included;
+//   - no host network under the default policy: its own loopback only.
+//     allow-all gives the host's network, TCP services on its loopback
+//     included, but no host unix socket: no socket file of the host is
+//     mounted (unless ReadOnly mounts one), and a Landlock domain (Linux
+//     6.12, ABI 6) keeps commands from the abstract sockets made outside
+//     the executor's sandboxes ([Executor.ScopedSockets] says where it cannot);
+//   - no setuid or setgid file (seccomp, amd64 and arm64), and no write to
+//     /proc/sys, /proc/sysrq-trigger, /proc/irq or /proc/bus;
+//   - bounded memory, processes, CPU time and file size per command (Memory,
+//     Procs, CPUTime, FileSize; control groups where one is writable, else
+//     rlimits), and a disk quota per sandbox (local.WithDiskQuota);
+//   - users of its own, none of the host's: where the server runs as root, a
+//     sandbox has its own writable /etc and ids 0 to 65535 mapped to host ids
+//     no account uses, but for the default user 1000, which is the server's
+//     host user; its root holds a few capabilities over its own mounts and
+//     processes only, and no sandbox can make a user namespace (see [Executor.Users]).
+//
+// What it does not guarantee: it is not a virtual machine. Commands share
+// the host's kernel, so a kernel flaw reachable from an unprivileged user
+// namespace is a way out; CPU time is limited per process, not shared
+// fairly; without a writable control group the 64 MiB of /dev/shm are not
+// counted, memory is bound as address space, and processes by
+// RLIMIT_NPROC, which does not bind a server running as root (run the
+// server as an ordinary user there, as where the kernel lacks Landlock ABI
+// 6: a host service that trusts its peer's uid would take a command under
+// allow-all for the server's user).
+//
+// The evidence is a suite of hostile probes (TestProbe* in this package),
+// each asserting what happened on the host: go test -run Probe -v. The
+// repository's docs/security.md gives the model in full, with each probe and
+// what the server itself guarantees.
 package isolated
 
 import (

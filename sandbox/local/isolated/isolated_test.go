@@ -381,12 +381,12 @@ func TestIsolatedThroughAPI(t *testing.T) {
 	require.NoError(t, err)
 
 	// File API and commands see the same tree, at the same absolute paths.
-	require.NoError(t, sb.WriteFile(ctx, "/vercel/sandbox/app/hello.txt", []byte("from the file API\n")))
-	require.NoError(t, sb.WriteFile(ctx, "/tmp/t.txt", []byte("tmp\n")))
+	require.NoError(t, sb.FS().WriteFile(ctx, "/vercel/sandbox/app/hello.txt", []byte("from the file API\n"), 0o644))
+	require.NoError(t, sb.FS().WriteFile(ctx, "/tmp/t.txt", []byte("tmp\n"), 0o644))
 	out, err := sb.Output(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "cat /vercel/sandbox/app/hello.txt app/hello.txt /tmp/t.txt; pwd; echo made > app/new.txt"}})
 	require.NoError(t, err)
 	assert.Equal(t, "from the file API\nfrom the file API\ntmp\n/vercel/sandbox\n", string(out))
-	data, err := sb.ReadFileBytes(ctx, "/vercel/sandbox/app/new.txt")
+	data, err := sb.FS().ReadFile(ctx, "/vercel/sandbox/app/new.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "made\n", string(data))
 

@@ -119,7 +119,7 @@ func TestUserRunsTheProgramOfThatName(t *testing.T) {
 	for _, n := range names {
 		progs = append(progs, files.FromBytes("bin/"+n, []byte("#!/bin/sh\necho \"ran ${0##*/} as $(id -un) $*\"\n")).WithMode(0o755))
 	}
-	require.NoError(t, u.WriteFiles(ctx, progs))
+	require.NoError(t, u.FS().WriteFiles(ctx, progs, files.WriteParams{}))
 
 	path := map[string]string{"PATH": "/home/alice/bin:/usr/bin:/bin"}
 	for _, n := range names {

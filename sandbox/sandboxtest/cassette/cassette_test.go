@@ -77,10 +77,10 @@ func scenario(t *testing.T, client *sandbox.Client) transcript {
 
 	sb, err := client.Create(ctx, sandbox.CreateParams{Runtime: "node24", Env: map[string]string{"API_TOKEN": canaryEnv}})
 	require.NoError(t, err)
-	require.NoError(t, sb.WriteFiles(ctx, []files.Entry{
+	require.NoError(t, sb.FS().WriteFiles(ctx, []files.Entry{
 		files.FromBytes("hello.txt", []byte("hi there\n")),
 		files.FromBytes("bin/data", []byte{0, 1, 2, 3}),
-	}))
+	}, files.WriteParams{}))
 
 	var out bytes.Buffer
 	res, err := sb.Run(ctx, &command.Cmd{Name: "build", Args: []string{"--jwt", canaryJWT}, Stdout: &out, Stderr: &out})
@@ -104,7 +104,7 @@ func scenario(t *testing.T, client *sandbox.Client) transcript {
 	require.NoError(t, err)
 	tr.Detached, tr.DetachedExit = string(stdout), wres.ExitCode
 
-	data, err := sb.ReadFileBytes(ctx, "hello.txt")
+	data, err := sb.FS().ReadFile(ctx, "hello.txt")
 	require.NoError(t, err)
 	tr.File = string(data)
 

@@ -30,7 +30,7 @@ const (
 	ScenarioLifecycle = "lifecycle" // create, get, list, update, stop, delete
 	ScenarioAttached  = "attached"  // Run: stdout/stderr, exit codes, env, cwd
 	ScenarioDetached  = "detached"  // Start, Ref round trip, reattach, Wait, Logs, Kill
-	ScenarioFiles     = "files"     // WriteFiles, ReadFile, MkDir, a missing file
+	ScenarioFiles     = "files"     // WriteFiles, ReadFile, Mkdir, a missing file
 	ScenarioResume    = "resume"    // a stopped sandbox resumes with its files
 	ScenarioErrors    = "errors"    // ErrNotFound; InputError before any request
 
@@ -209,7 +209,7 @@ func write(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, kv ...string)
 	for i := 0; i+1 < len(kv); i += 2 {
 		entries = append(entries, files.FromBytes(kv[i], []byte(kv[i+1])))
 	}
-	if err := sb.WriteFiles(ctx, entries, files.WithModTime(conformanceModTime())); err != nil {
+	if err := sb.FS().WriteFiles(ctx, entries, files.WriteParams{ModTime: conformanceModTime()}); err != nil {
 		t.Fatalf("WriteFiles: %v", err)
 	}
 }
@@ -217,9 +217,9 @@ func write(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, kv ...string)
 // readString reads a whole file.
 func readString(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, p string) string {
 	t.Helper()
-	data, err := sb.ReadFileBytes(ctx, p)
+	data, err := sb.FS().ReadFile(ctx, p)
 	if err != nil {
-		t.Fatalf("ReadFileBytes(%s): %v", p, err)
+		t.Fatalf("ReadFile(%s): %v", p, err)
 	}
 	return string(data)
 }
@@ -352,8 +352,8 @@ func (c *conformance) runAttached(t *testing.T, ctx context.Context) {
 	}
 
 	// Dir sets the working directory; relative paths resolve in it.
-	if err := sb.MkDir(ctx, "workdir"); err != nil {
-		t.Fatalf("MkDir: %v", err)
+	if err := sb.FS().Mkdir(ctx, "workdir", 0o755); err != nil {
+		t.Fatalf("Mkdir: %v", err)
 	}
 	write(t, ctx, sb, "workdir/marker.txt", "in workdir")
 	cmd = sh("cat marker.txt")
@@ -485,15 +485,15 @@ func (c *conformance) runFiles(t *testing.T, ctx context.Context) {
 		t.Errorf("ReadFile of a file a command wrote = %q, want \"gamma\"", got)
 	}
 
-	if err := sb.MkDir(ctx, "conf/made"); err != nil {
-		t.Fatalf("MkDir: %v", err)
+	if err := sb.FS().Mkdir(ctx, "conf/made", 0o755); err != nil {
+		t.Fatalf("Mkdir: %v", err)
 	}
 	out, err = sb.Output(ctx, &command.Cmd{Name: "ls", Args: []string{"conf"}})
 	if want := "a.txt\nc.txt\nmade\nnested\n"; err != nil || string(out) != want {
-		t.Errorf("ls conf after MkDir: %q, %v; want %q", out, err, want)
+		t.Errorf("ls conf after Mkdir: %q, %v; want %q", out, err, want)
 	}
 
-	_, err = sb.ReadFile(ctx, "conf/missing.txt")
+	_, err = sb.FS().Open(ctx, "conf/missing.txt")
 	if !errors.Is(err, sandbox.ErrNotFound) || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ReadFile(missing): %v, want an error matching ErrNotFound and fs.ErrNotExist", err)
 	}

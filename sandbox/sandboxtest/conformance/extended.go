@@ -15,19 +15,18 @@ import (
 // The scenarios of the calls that match the official SDK's filesystem,
 // users and groups, drives and snapshot tree. The filesystem scenario uses
 // relative paths only, so that it also passes against a fake whose
-// commands run on the host, and leaves out Realpath, whose answer would
-// put a host path into recordings.
+// commands run on the host.
 
 func (c *conformance) runFilesystem(t *testing.T, ctx context.Context) {
 	sb := c.newSandbox(t, ctx, ScenarioFilesystem, false)
 	odd := []string{"-dash", "new\nline", "with space"}
 	write(t, ctx, sb, "fs/plain.txt", "hello", "fs/dir/"+odd[0], "1", "fs/dir/"+odd[1], "2", "fs/dir/"+odd[2], "3")
 
-	fi, err := sb.Stat(ctx, "fs/plain.txt")
+	fi, err := sb.FS().Stat(ctx, "fs/plain.txt")
 	if err != nil || fi.Size() != 5 || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 || fi.Name() != "plain.txt" {
 		t.Errorf("Stat(fs/plain.txt) = %v, %v; want a regular file plain.txt of 5 bytes, mode 0644", fi, err)
 	}
-	list, err := sb.ReadDir(ctx, "fs/dir")
+	list, err := sb.FS().ReadDir(ctx, "fs/dir")
 	var names []string
 	for _, d := range list {
 		names = append(names, d.Name())
@@ -36,7 +35,7 @@ func (c *conformance) runFilesystem(t *testing.T, ctx context.Context) {
 		t.Errorf("ReadDir(fs/dir) = %q, %v; want %q", names, err, odd)
 	}
 	var walked []string
-	for e, err := range sb.Walk(ctx, "fs") {
+	for e, err := range sb.FS().Walk(ctx, "fs") {
 		if err != nil {
 			t.Errorf("Walk(fs): %v", err)
 			break
@@ -47,56 +46,56 @@ func (c *conformance) runFilesystem(t *testing.T, ctx context.Context) {
 		t.Errorf("Walk(fs) = %q, want 5 entries", walked)
 	}
 
-	if err := sb.Symlink(ctx, "plain.txt", "fs/link"); err != nil {
+	if err := sb.FS().Symlink(ctx, "plain.txt", "fs/link"); err != nil {
 		t.Fatalf("Symlink: %v", err)
 	}
-	li, err := sb.Lstat(ctx, "fs/link")
+	li, err := sb.FS().Lstat(ctx, "fs/link")
 	if err != nil || li.Mode().Type() != fs.ModeSymlink || li.Sys().(*sandbox.FileStat).LinkTarget != "plain.txt" {
 		t.Errorf("Lstat(fs/link) = %v, %v; want a link to plain.txt", li, err)
 	}
-	if target, err := sb.Readlink(ctx, "fs/link"); err != nil || target != "plain.txt" {
+	if target, err := sb.FS().Readlink(ctx, "fs/link"); err != nil || target != "plain.txt" {
 		t.Errorf("Readlink = %q, %v", target, err)
 	}
-	if err := sb.Symlink(ctx, "x", "fs/plain.txt"); !errors.Is(err, fs.ErrExist) {
+	if err := sb.FS().Symlink(ctx, "x", "fs/plain.txt"); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("Symlink onto a file: %v, want fs.ErrExist", err)
 	}
 
-	if err := sb.Rename(ctx, "fs/plain.txt", "fs/renamed.txt"); err != nil {
+	if err := sb.FS().Rename(ctx, "fs/plain.txt", "fs/renamed.txt"); err != nil {
 		t.Errorf("Rename: %v", err)
 	}
-	if ok, err := sb.Exists(ctx, "fs/plain.txt"); ok || err != nil {
-		t.Errorf("Exists after Rename = %v, %v; want false", ok, err)
+	if _, err := sb.FS().Lstat(ctx, "fs/plain.txt"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Lstat after Rename: %v, want fs.ErrNotExist", err)
 	}
-	if err := sb.CopyFile(ctx, "fs/renamed.txt", "fs/copy.txt"); err != nil {
-		t.Errorf("CopyFile: %v", err)
-	}
-	if err := sb.AppendFile(ctx, "fs/copy.txt", []byte(" world")); err != nil {
-		t.Errorf("AppendFile: %v", err)
+	if err := sb.FS().WriteFile(ctx, "fs/copy.txt", []byte("hello world"), 0o640); err != nil {
+		t.Errorf("WriteFile: %v", err)
 	}
 	if got := readString(t, ctx, sb, "fs/copy.txt"); got != "hello world" {
-		t.Errorf("after CopyFile and AppendFile: %q, want \"hello world\"", got)
+		t.Errorf("after WriteFile: %q, want \"hello world\"", got)
 	}
-	if err := sb.Chmod(ctx, "fs/copy.txt", 0o600); err != nil {
+	if fi, err := sb.FS().Stat(ctx, "fs/copy.txt"); err != nil || fi.Mode() != 0o640 {
+		t.Errorf("Stat after WriteFile with mode 0640 = %v, %v", fi, err)
+	}
+	if err := sb.FS().Chmod(ctx, "fs/copy.txt", 0o600); err != nil {
 		t.Errorf("Chmod: %v", err)
 	}
-	if fi, err := sb.Stat(ctx, "fs/copy.txt"); err != nil || fi.Mode() != 0o600 {
+	if fi, err := sb.FS().Stat(ctx, "fs/copy.txt"); err != nil || fi.Mode() != 0o600 {
 		t.Errorf("Stat after Chmod = %v, %v; want mode 0600", fi, err)
 	}
 
-	if err := sb.Remove(ctx, "fs/dir"); !errors.Is(err, syscall.ENOTEMPTY) {
+	if err := sb.FS().Remove(ctx, "fs/dir"); !errors.Is(err, syscall.ENOTEMPTY) {
 		t.Errorf("Remove of a full directory: %v, want ENOTEMPTY", err)
 	}
-	if err := sb.RemoveAll(ctx, "fs/dir"); err != nil {
+	if err := sb.FS().RemoveAll(ctx, "fs/dir"); err != nil {
 		t.Errorf("RemoveAll: %v", err)
 	}
-	_, err = sb.Stat(ctx, "fs/dir")
+	_, err = sb.FS().Stat(ctx, "fs/dir")
 	var pe *fs.PathError
 	if !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &pe) || pe.Op != "stat" || pe.Path != "fs/dir" {
 		t.Errorf("Stat of a removed directory: %v, want a *fs.PathError stat fs/dir matching fs.ErrNotExist", err)
 	}
 
 	var seen []string
-	err = fs.WalkDir(sb.DirFS(ctx, "fs"), ".", func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(sb.FS().DirFS(ctx, "fs"), ".", func(p string, d fs.DirEntry, err error) error {
 		seen = append(seen, p)
 		return err
 	})

@@ -24,17 +24,17 @@ func (c *conformance) runHosted(t *testing.T, ctx context.Context) {
 	fleeting := false
 	sb := c.newSandboxWith(t, ctx, ScenarioHosted, func(p *sandbox.CreateParams) { p.Persistent = &fleeting })
 
-	if err := sb.MkDirAll(ctx, "conf-hosted/a/b"); err != nil {
-		t.Fatalf("MkDirAll: %v", err)
+	if err := sb.FS().MkdirAll(ctx, "conf-hosted/a/b", 0o755); err != nil {
+		t.Fatalf("MkdirAll: %v", err)
 	}
-	if err := sb.MkDirAll(ctx, "conf-hosted/a/b"); err != nil {
-		t.Errorf("MkDirAll of an existing directory: %v", err)
+	if err := sb.FS().MkdirAll(ctx, "conf-hosted/a/b", 0o755); err != nil {
+		t.Errorf("MkdirAll of an existing directory: %v", err)
 	}
-	if err := sb.MkDir(ctx, "conf-hosted/a"); !errors.Is(err, fs.ErrExist) {
-		t.Errorf("MkDir of an existing directory: got %v, want fs.ErrExist", err)
+	if err := sb.FS().Mkdir(ctx, "conf-hosted/a", 0o755); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("Mkdir of an existing directory: got %v, want fs.ErrExist", err)
 	}
-	if err := sb.MkDir(ctx, "conf-hosted/missing/x"); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("MkDir under a missing parent: got %v, want fs.ErrNotExist", err)
+	if err := sb.FS().Mkdir(ctx, "conf-hosted/missing/x", 0o755); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Mkdir under a missing parent: got %v, want fs.ErrNotExist", err)
 	}
 
 	res, err := sb.Run(ctx, &command.Cmd{Name: "no-such-executable-conformance"})

@@ -1,0 +1,166 @@
+package readme
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"go/parser"
+	"go/token"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
+)
+
+// tourMarker is the line of README.md that comes right before the tour:
+// the first ```go block after it is the tour, a complete program.
+const tourMarker = "<!-- tour -->"
+
+// tourClientCall is how the tour makes its client, exactly once; the test
+// adds the local backend's address and token to it.
+const tourClientCall = "sandbox.NewClient()"
+
+// tourImports are the only packages of this module that the tour may
+// import: its everyday part needs sandbox alone.
+var tourImports = map[string]bool{
+	"github.com/sbx-go/vercel-sandbox/sandbox": true,
+	// The command package is needed until commands are built with
+	// Sandbox.Command.
+	"github.com/sbx-go/vercel-sandbox/command": true,
+}
+
+// tourBlock returns the tour: the first ```go block after tourMarker.
+func tourBlock(t *testing.T, readme string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(readme, "\n"+tourMarker+"\n")
+	if !ok {
+		t.Fatalf("README.md has no line %q before its tour", tourMarker)
+	}
+	_, after, ok = strings.Cut(after, "```go\n")
+	if !ok {
+		t.Fatalf("README.md has no ```go block after %q", tourMarker)
+	}
+	src, _, ok := strings.Cut(after, "\n```\n")
+	if !ok {
+		t.Fatal("the tour's ```go block in README.md does not end")
+	}
+	return src + "\n"
+}
+
+// TestTourCompilesAndRuns builds the README's tour as written and runs it
+// against the embedded local backend (real processes, package hostexec),
+// so that the README cannot drift from the API.
+func TestTourCompilesAndRuns(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := tourBlock(t, string(readme))
+
+	f, err := parser.ParseFile(token.NewFileSet(), "tour.go", src, parser.ImportsOnly)
+	if err != nil {
+		t.Fatalf("the tour does not parse: %v", err)
+	}
+	if f.Name.Name != "main" {
+		t.Fatalf("the tour is package %s, want a complete program (package main)", f.Name.Name)
+	}
+	for _, imp := range f.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") && !tourImports[path] {
+			t.Errorf("the tour imports %s; its everyday part must need the sandbox package only", path)
+		}
+	}
+	if n := strings.Count(src, tourClientCall); n != 1 {
+		t.Fatalf("the tour calls %s %d times, want once (the test points that call at the local backend)", tourClientCall, n)
+	}
+	src = strings.Replace(src, tourClientCall, "sandbox.NewClient(tourTestOptions()...)", 1)
+
+	// Build the tour as a package of this module that exists only in an
+	// overlay, so that it uses this very tree and nothing is written into it.
+	dir, err := filepath.Abs("tour")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {
+		filepath.Join(dir, "main.go"):       write("main.go", src),
+		filepath.Join(dir, "zz_options.go"): write("zz_options.go", tourOptionsFile),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(tmp, "tour")
+	build := exec.Command("go", "build", "-overlay", write("overlay.json", string(overlay)), "-o", bin, "./tour")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("the README's tour does not build: %v\n%s\n--- the tour as built:\n%s", err, out, src)
+	}
+
+	srv, err := local.New(local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ln); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, bin)
+	run.Env = append(os.Environ(),
+		"TOUR_TEST_URL=http://"+ln.Addr().String(),
+		"TOUR_TEST_TOKEN="+srv.Token(),
+	)
+	var stdout, stderr bytes.Buffer
+	run.Stdout, run.Stderr = &stdout, &stderr
+	if err := run.Run(); err != nil {
+		t.Fatalf("the README's tour failed: %v\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
+	}
+	t.Logf("the tour printed:\n%s", &stdout)
+	if stdout.Len() == 0 {
+		t.Error("the tour printed nothing")
+	}
+	if len(srv.Sandboxes()) == 0 {
+		t.Error("the tour created no sandbox")
+	}
+	if leaked := srv.LeakedSandboxes(); len(leaked) > 0 {
+		t.Errorf("the tour left sandboxes running (it must stop them): %v", leaked)
+	}
+}
+
+// tourOptionsFile is added to the tour's package: it points the tour's
+// client at the local backend started by the test.
+const tourOptionsFile = `package main
+
+import (
+	"os"
+
+	"github.com/sbx-go/vercel-sandbox/sandbox"
+)
+
+func tourTestOptions() []sandbox.Option {
+	return []sandbox.Option{
+		sandbox.WithBaseURL(os.Getenv("TOUR_TEST_URL")),
+		sandbox.WithToken(os.Getenv("TOUR_TEST_TOKEN")), sandbox.WithTeam("team_tour"), sandbox.WithProject("prj_tour"),
+	}
+}
+`

@@ -1,10 +1,24 @@
 // Package command runs commands in a Vercel Sandbox, the way os/exec runs
-// local ones: attached runs that stream output into writers and return a
-// Result, and detached runs whose Handle can be waited on, killed, stored as
-// a Ref, reattached from another process, and whose logs can be replayed.
+// local ones. (*sandbox.Sandbox).Command returns a *Cmd bound to its
+// sandbox, as exec.Command does; set its fields, then call Run, Output or
+// CombinedOutput to run it attached (its output streams into Stdout and
+// Stderr as it arrives and the call returns a Result), or Start to run it
+// detached: the Handle can be waited on, signalled, stored as a Ref,
+// reattached from another process (sandbox.Client.Attach), and its logs
+// replayed.
 //
-// A Cmd is plain data and may be reused. Run it with a *sandbox.Sandbox
-// (Run, Output, CombinedOutput, Start); reattach with sandbox.Client.Attach.
+//	cmd := sb.Command("make", "release")
+//	cmd.Dir = "/vercel/sandbox"
+//	cmd.Stdout = os.Stdout
+//	res, err := cmd.Run(ctx)
+//
+// A Cmd runs once. Cancelling the context of Run, Output, CombinedOutput
+// or Handle.Wait kills the remote command, as exec.CommandContext does,
+// unless Cmd.DetachOnCancel is set.
+//
+// The errors of the API (sandbox.ErrStreamEnded, *sandbox.InputError and
+// the like) live in package sandbox; those proper to a command's outcome
+// (ExitError, InactivityError) live here.
 package command
 
 import (
@@ -13,9 +27,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -23,8 +39,13 @@ import (
 // Cmd.CaptureLimit is zero.
 const DefaultCaptureLimit = 1 << 20
 
-// Cmd is a command to run. Name is the executable, not a shell line: use
-// Name "sh" with Args {"-c", line} for shell syntax.
+// Cmd is a command to run in a sandbox. Make it with
+// (*sandbox.Sandbox).Command or (*sandbox.User).Command, which bind it to
+// the sandbox; a Cmd made otherwise refuses to run. Set its fields before
+// it runs; it runs once.
+//
+// Name is the executable, not a shell line: use Command("sh", "-c", line)
+// for shell syntax.
 type Cmd struct {
 	Name string
 	Args []string
@@ -35,19 +56,21 @@ type Cmd struct {
 	// Sudo runs the command as root.
 	Sudo bool
 	// Timeout is enforced inside the sandbox, which kills the command
-	// (SIGKILL) when it runs longer. Zero means none; otherwise at least
-	// 100 ms.
+	// (SIGKILL) when it runs longer; its Result then reports TimedOut.
+	// Zero means none; otherwise at least 100 ms.
 	Timeout time.Duration
-	// InactivityTimeout ends an attached run whose command prints nothing
-	// for this long: the command is killed and the run returns an
-	// *InactivityError. Zero means none. The clock measures the command,
-	// not the caller: it stops while Stdout or Stderr holds a write, so a
-	// slow writer never makes a command look silent.
+	// InactivityTimeout ends a run (or the Wait of a started command)
+	// whose command prints nothing for this long: the command is killed
+	// and the call returns an *InactivityError. Zero means none. The clock
+	// measures the command, not the caller: it stops while Stdout or
+	// Stderr holds a write, so a slow writer never makes a command look
+	// silent.
 	InactivityTimeout time.Duration
-	// Stdout and Stderr receive the output of an attached run as it
-	// arrives, one write per frame; a frame longer than the client's
-	// buffer (about 128 KiB) comes in several writes as it arrives, so an
-	// output line of any length costs bounded memory (what a server sends
+	// Stdout and Stderr receive the output of a run (or, for a started
+	// command, during Handle.Wait) as it arrives, one write per frame; a
+	// frame longer than the client's buffer (about 128 KiB) comes in
+	// several writes as it arrives, so an output line of any length costs
+	// bounded memory (what a server sends
 	// before naming the stream, as hosted Vercel does, waits in a temporary
 	// file beyond 1 MiB). Nil discards (output is still captured).
 	Stdout io.Writer
@@ -57,10 +80,51 @@ type Cmd struct {
 	// dropped, and the Truncated flags are set.
 	// Zero means DefaultCaptureLimit; negative means capture nothing.
 	CaptureLimit int
-	// KillOnCancel kills the remote command when the caller's context ends
-	// before the command does, so no work continues after the caller gives
-	// up. Without it, cancelling only stops waiting.
-	KillOnCancel bool
+	// DetachOnCancel leaves the remote command running when the context
+	// of Run, Output, CombinedOutput or Handle.Wait ends before it does:
+	// the call only stops waiting, and the command can be reattached by
+	// its ids. Without it the command is killed (SIGKILL), as
+	// exec.CommandContext kills its process, so no work continues after
+	// the caller gives up.
+	DetachOnCancel bool
+
+	conn *conn.Conn // the sandbox the command runs in; set by Command
+	as   rewrite    // runs the command as a user, when set
+	used atomic.Bool
+}
+
+// rewrite turns a Cmd into the command line, environment and directory to
+// send, such as a sudo line that runs it as another user.
+type rewrite func(c *Cmd) (name string, args []string, env map[string]string, dir string)
+
+func init() {
+	conn.BindCmd = bind
+	conn.AttachCmd = attach
+}
+
+// bind binds cmd to the sandbox c reaches, running it through as when
+// as is not nil. Package sandbox reaches it through conn.BindCmd.
+func bind(cmd *Cmd, c *conn.Conn, as func(*Cmd) (string, []string, map[string]string, string)) *Cmd {
+	cmd.conn, cmd.as = c, as
+	return cmd
+}
+
+// begin refuses a Cmd that cannot run: one not made by Command, one that
+// has run, or one whose fields the API would refuse.
+func (c *Cmd) begin() error {
+	if c == nil {
+		return apierr.Invalid("Cmd", "nil command")
+	}
+	if c.conn == nil || c.conn.Core == nil || c.conn.WithSession == nil {
+		return apierr.Invalid("Cmd", "not bound to a sandbox: make it with (*sandbox.Sandbox).Command")
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if !c.used.CompareAndSwap(false, true) {
+		return apierr.Invalid("Cmd", "already started: a Cmd runs once")
+	}
+	return nil
 }
 
 // Validate reports the first problem that would make the API refuse c, or
@@ -119,27 +183,55 @@ func (c *Cmd) String() string {
 	return strings.Join(parts, " ")
 }
 
-// Result is the outcome of a finished command.
+// Result is the outcome of a command.
 type Result struct {
 	CommandID string
 	SessionID string
-	// ExitCode is -1 when it is not known: a run that ended before its
-	// command did returns its partial Result with the error.
-	ExitCode  int
 	StartedAt time.Time
 	// Duration is the execution time the sandbox reported, or the
 	// client-side time from start to finish when it reported none.
 	Duration time.Duration
+	// TimedOut reports a command killed by its own Cmd.Timeout: it exited
+	// by SIGKILL (code 137) after running at least Timeout.
+	TimedOut bool
 	// Stdout and Stderr hold the captured output, up to the capture limit.
 	Stdout, Stderr []byte
 	// StdoutBytes and StderrBytes count all output, captured or not.
 	StdoutBytes, StderrBytes int64
 	// StdoutTruncated and StderrTruncated report output beyond the limit.
 	StdoutTruncated, StderrTruncated bool
+
+	exitCode int
+	exited   bool // exitCode is known
+}
+
+// ExitCode returns the command's exit code, or -1 when it is not known: a
+// run that ended before its command did returns its partial Result with
+// the error.
+func (r *Result) ExitCode() int {
+	if r == nil || !r.exited {
+		return -1
+	}
+	return r.exitCode
 }
 
 // Success reports whether the command exited with code 0.
-func (r *Result) Success() bool { return r != nil && r.ExitCode == 0 }
+func (r *Result) Success() bool { return r.ExitCode() == 0 }
+
+// setExit records the exit code and whether it is the kill of timeout, set
+// on the command. The API does not say why a command was killed, but the
+// sandbox starts the timeout's clock once the command has started and
+// counts whole milliseconds (as the timeout travels): a command that exited
+// by SIGKILL having run at least its timeout was killed by it, since the
+// timeout's kill came no later than its exit.
+func (r *Result) setExit(code int, timeout time.Duration) {
+	r.exitCode, r.exited = code, true
+	r.TimedOut = timeout > 0 && code == killedCode &&
+		r.Duration >= time.Duration(wire.Millis(timeout))*time.Millisecond
+}
+
+// killedCode is the exit code of a command killed by SIGKILL (128+9).
+const killedCode = 128 + int(SIGKILL)
 
 // ErrInactivity matches *InactivityError.
 var ErrInactivity = errors.New("command produced no output for too long")
@@ -152,7 +244,10 @@ type ExitError struct {
 
 // Error implements error, ending with the last line of stderr when any.
 func (e *ExitError) Error() string {
-	msg := fmt.Sprintf("command %s exited with code %d", e.CommandID, e.ExitCode)
+	msg := fmt.Sprintf("command %s exited with code %d", e.CommandID, e.ExitCode())
+	if e.TimedOut {
+		msg = fmt.Sprintf("command %s was killed by its timeout (exit code %d)", e.CommandID, e.ExitCode())
+	}
 	if tail := lastLine(e.Stderr); tail != "" {
 		msg += ": " + tail
 	}

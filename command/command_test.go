@@ -104,12 +104,11 @@ func TestParseSignal(t *testing.T) {
 
 func TestErrorsText(t *testing.T) {
 	t.Parallel()
-	ee := &command.ExitError{Result: &command.Result{CommandID: "cmd_1", ExitCode: 2, Stderr: []byte("warn\nboom: failed\n")}}
-	assert.Equal(t, "command cmd_1 exited with code 2: boom: failed", ee.Error())
 	ie := &command.InactivityError{CommandID: "cmd_1", Silence: time.Minute, Killed: true}
 	assert.ErrorIs(t, ie, command.ErrInactivity)
 	assert.Contains(t, ie.Error(), "1m0s")
-	assert.True(t, (&command.Result{}).Success())
+	assert.False(t, (&command.Result{}).Success(), "a Result whose exit code is not known is no success")
+	assert.Equal(t, -1, (&command.Result{}).ExitCode())
 	assert.False(t, (*command.Result)(nil).Success())
 }
 
@@ -164,11 +163,11 @@ func (f *fakeAPI) answer(w http.ResponseWriter, sid, cid string, exit *int) {
 // attach serves f and returns a handle to command cmd_1 of session sbx_1.
 func attach(t *testing.T, f *fakeAPI) *command.Handle {
 	t.Helper()
-	return attachWith(t, f, command.ReattachPolicy{})
+	return attachWith(t, f, conn.ReattachPolicy{})
 }
 
 // attachWith is attach with a re-attachment policy.
-func attachWith(t *testing.T, f *fakeAPI, p command.ReattachPolicy) *command.Handle {
+func attachWith(t *testing.T, f *fakeAPI, p conn.ReattachPolicy) *command.Handle {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle("/v2/sandboxes/sessions/{sid}/cmd/{cid}", f)
@@ -178,7 +177,7 @@ func attachWith(t *testing.T, f *fakeAPI, p command.ReattachPolicy) *command.Han
 	core, err := httpcore.New(httpcore.Config{BaseURL: srv.URL, Provider: auth.Static(auth.Credentials{Token: "tok", TeamID: "team_1", ProjectID: "prj_1"}),
 		Retry: httpcore.RetryPolicy{MaxRetries: -1}})
 	require.NoError(t, err)
-	h, err := command.Attach(&conn.Conn{Core: core, Reattach: p}, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	h, err := attachCmd(&conn.Conn{Core: core, Reattach: p}, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
 	require.NoError(t, err)
 	return h
 }
@@ -197,33 +196,34 @@ func TestHandle(t *testing.T) {
 	}
 	assert.Equal(t, []command.Event{{Stream: command.Stdout, Data: []byte("a\n")}, {Stream: command.Stderr, Data: []byte("b\n")}}, evs)
 
-	out, errOut, err := h.Output(ctx)
-	require.NoError(t, err)
+	out, err := h.Output(ctx)
+	var ee *command.ExitError
+	require.ErrorAs(t, err, &ee, "Output reports the exit code as Cmd.Output does")
 	assert.Equal(t, "a\n", string(out))
-	assert.Equal(t, "b\n", string(errOut))
+	assert.Equal(t, "b\n", string(ee.Stderr))
+	assert.Equal(t, 3, ee.ExitCode())
 
 	res, err := h.Wait(ctx)
-	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 3, res.ExitCode)
+	assert.Equal(t, 3, res.ExitCode())
 
-	require.NoError(t, h.Kill(ctx, 0))
-	require.NoError(t, h.Kill(ctx, command.SIGKILL))
+	require.NoError(t, h.Signal(ctx, command.SIGTERM))
+	require.NoError(t, h.Kill(ctx))
 	assert.Equal(t, []command.Signal{command.SIGTERM, command.SIGKILL}, api.kills)
-	assert.Error(t, h.Kill(ctx, -1))
+	assert.Error(t, h.Signal(ctx, -1))
 }
 
 func TestHandleLogsCutWhileRunningWithoutReattach(t *testing.T) {
 	t.Parallel()
 	api := &fakeAPI{running: true, logs: `{"stream":"stdout","data":"partial"}` + "\n"}
-	h := attachWith(t, api, command.ReattachPolicy{Disabled: true})
+	h := attachWith(t, api, conn.ReattachPolicy{Disabled: true})
 	var got error
 	for _, err := range h.Logs(context.Background()) {
 		if err != nil {
 			got = err
 		}
 	}
-	assert.ErrorIs(t, got, command.ErrStreamEnded)
+	assert.ErrorIs(t, got, apierr.ErrStreamEnded)
 }
 
 // A server that closes the log stream just before it records the exit is
@@ -232,7 +232,7 @@ func TestHandleLogsExitRecordedLate(t *testing.T) {
 	t.Parallel()
 	api := &fakeAPI{lateEnd: true, logs: `{"stream":"stdout","data":"all"}` + "\n"}
 	h := attach(t, api)
-	out, _, err := h.Output(context.Background())
+	out, err := h.Output(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, "all", string(out))
 }
@@ -241,11 +241,11 @@ func TestHandleLogsErrorFrame(t *testing.T) {
 	t.Parallel()
 	api := &fakeAPI{done: true, logs: `{"stream":"error","data":{"code":"sandbox_stopped","message":"gone"}}` + "\n"}
 	h := attach(t, api)
-	_, _, err := h.Output(context.Background())
-	var se *command.StreamError
+	_, err := h.Output(context.Background())
+	var se *apierr.StreamError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "sandbox_stopped", se.Code)
-	assert.ErrorIs(t, err, command.ErrGone)
+	assert.ErrorIs(t, err, apierr.ErrGone)
 }
 
 func TestHandleOutputTruncated(t *testing.T) {
@@ -253,17 +253,17 @@ func TestHandleOutputTruncated(t *testing.T) {
 	big := strings.Repeat("x", command.DefaultCaptureLimit+10)
 	api := &fakeAPI{done: true, logs: `{"stream":"stdout","data":"` + big + `"}` + "\n"}
 	h := attach(t, api)
-	out, _, err := h.Output(context.Background())
+	out, err := h.Output(context.Background())
 	assert.True(t, errors.Is(err, command.ErrOutputTruncated))
 	assert.Len(t, out, command.DefaultCaptureLimit)
 }
 
 func TestAttachRejects(t *testing.T) {
 	t.Parallel()
-	_, err := command.Attach(nil, command.Ref{SessionID: "s", CommandID: "c"})
-	assert.ErrorIs(t, err, command.ErrInvalidInput)
+	_, err := attachCmd(nil, command.Ref{SessionID: "s", CommandID: "c"})
+	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 	core, err := httpcore.New(httpcore.Config{BaseURL: "http://127.0.0.1:1", Provider: auth.Static(auth.Credentials{Token: "tok", TeamID: "t", ProjectID: "p"})})
 	require.NoError(t, err)
-	_, err = command.Attach(&conn.Conn{Core: core}, command.Ref{SessionID: "s"})
-	assert.ErrorIs(t, err, command.ErrInvalidInput)
+	_, err = attachCmd(&conn.Conn{Core: core}, command.Ref{SessionID: "s"})
+	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 }

@@ -48,13 +48,15 @@ func Example() {
 	defer stop()
 	ctx := context.Background()
 
-	cmd := &command.Cmd{Name: "make", Args: []string{"release"}, Dir: "/vercel/sandbox",
-		Timeout: time.Minute, InactivityTimeout: 30 * time.Second, KillOnCancel: true}
+	cmd := sb.Command("make", "release")
+	cmd.Dir = "/vercel/sandbox"
+	cmd.Timeout = time.Minute                // the sandbox kills it after a minute
+	cmd.InactivityTimeout = 30 * time.Second // or after 30 s of silence
 	cmd.Stdout = os.Stdout
-	res, err := sb.Run(ctx, cmd)
+	res, err := cmd.Run(ctx) // cancelling ctx kills the command
 	var ee *command.ExitError
 	if errors.As(err, &ee) {
-		fmt.Println("exit code:", ee.ExitCode)
+		fmt.Println("exit code:", ee.ExitCode())
 		fmt.Printf("stderr: %q\n", res.Stderr)
 	}
 	// Output:
@@ -72,7 +74,7 @@ func ExampleHandle() {
 	defer stop()
 	ctx := context.Background()
 
-	h, err := sb.Start(ctx, &command.Cmd{Name: "npm", Args: []string{"run", "build"}})
+	h, err := sb.Command("npm", "run", "build").Start(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -96,9 +98,35 @@ func ExampleHandle() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("exit code:", res.ExitCode)
+	fmt.Println("exit code:", res.ExitCode())
 	// Output:
 	// built
+	// exit code: 0
+}
+
+// Start a command, let it run while doing other work, then wait for it:
+// Wait streams its output into the Cmd's writers, as Run would.
+func ExampleCmd_Start() {
+	script := sandboxtest.NewScript()
+	script.Handle(sandboxtest.MatchName("test"), sandboxtest.Steps{}.Stdout("ok\n").Exit(0))
+	_, sb, stop := fake(script)
+	defer stop()
+	ctx := context.Background()
+
+	cmd := sb.Command("test", "./...")
+	cmd.Stdout = os.Stdout
+	h, err := cmd.Start(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// ... other work ...
+	res, err := h.Wait(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("exit code:", res.ExitCode())
+	// Output:
+	// ok
 	// exit code: 0
 }
 

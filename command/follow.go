@@ -39,14 +39,6 @@ import (
 // or that keeps ending short of what was delivered, is an OutputLostError
 // naming the stream and the offset, never a silent splice.
 
-type (
-	// ReattachPolicy configures re-attachment to a command whose stream
-	// was cut; see sandbox.WithReattachPolicy.
-	ReattachPolicy = conn.ReattachPolicy
-	// ReattachEvent describes one re-attachment about to happen.
-	ReattachEvent = conn.ReattachEvent
-)
-
 // errStop ends a follow whose consumer wants nothing more.
 var errStop = errors.New("consumer stopped")
 
@@ -319,14 +311,14 @@ func (f *follower) stream(ctx context.Context) (reading, error) {
 // announce logs a re-attachment, reports it to the hook and, after
 // re-attachments that brought nothing new, waits a backoff.
 func (f *follower) announce(ctx context.Context, attempt, idle int, cause error) error {
-	ev := ReattachEvent{SandboxName: f.ref.SandboxName, SessionID: f.ref.SessionID, CommandID: f.ref.CommandID,
+	ev := conn.ReattachEvent{SandboxName: f.ref.SandboxName, SessionID: f.ref.SessionID, CommandID: f.ref.CommandID,
 		Op: f.op, Attempt: attempt, Delivered: f.sent.total(), Err: cause}
 	return reattach(ctx, f.c, ev, idle)
 }
 
 // reattach makes a re-attachment visible (log and hook) and waits before
 // it when idle re-attachments in a row brought nothing new.
-func reattach(ctx context.Context, c *conn.Conn, ev ReattachEvent, idle int) error {
+func reattach(ctx context.Context, c *conn.Conn, ev conn.ReattachEvent, idle int) error {
 	c.Core.Logger().LogAttrs(ctx, slog.LevelInfo, "vercel sandbox: re-attaching to command",
 		slog.String("op", ev.Op), slog.String("session", ev.SessionID), slog.String("command", ev.CommandID),
 		slog.Int("attempt", ev.Attempt), slog.Int64("delivered", ev.Delivered), slog.Any("cause", ev.Err))
@@ -397,7 +389,7 @@ func wait(ctx context.Context, c *conn.Conn, ref Ref) (Info, error) {
 		} else {
 			idle = 0
 		}
-		ev := ReattachEvent{SandboxName: ref.SandboxName, SessionID: ref.SessionID, CommandID: ref.CommandID,
+		ev := conn.ReattachEvent{SandboxName: ref.SandboxName, SessionID: ref.SessionID, CommandID: ref.CommandID,
 			Op: "wait", Attempt: attempt + 1, Err: err}
 		if err := reattach(ctx, c, ev, idle); err != nil {
 			return Info{}, err

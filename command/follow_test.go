@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 )
@@ -19,7 +21,7 @@ import (
 // cutServer cuts the first cuts answers of each kind (the connection is
 // aborted before the headers, as hosted Vercel's edge does to a wait, or
 // after the first log line), then answers whole.
-func cutServer(t *testing.T, cuts int32) (*command.Handle, *[]command.ReattachEvent, *atomic.Int32) {
+func cutServer(t *testing.T, cuts int32) (*command.Handle, *[]conn.ReattachEvent, *atomic.Int32) {
 	t.Helper()
 	var waits, logs atomic.Int32
 	mux := http.NewServeMux()
@@ -44,9 +46,9 @@ func cutServer(t *testing.T, cuts int32) (*command.Handle, *[]command.ReattachEv
 	core, err := httpcore.New(httpcore.Config{BaseURL: srv.URL, Provider: auth.Static(auth.Credentials{Token: "tok", TeamID: "team_1", ProjectID: "prj_1"}),
 		Retry: httpcore.RetryPolicy{MaxRetries: -1}})
 	require.NoError(t, err)
-	var events []command.ReattachEvent
-	p := command.ReattachPolicy{OnReattach: func(ev command.ReattachEvent) { events = append(events, ev) }}
-	h, err := command.Attach(&conn.Conn{Core: core, Reattach: p}, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	var events []conn.ReattachEvent
+	p := conn.ReattachPolicy{OnReattach: func(ev conn.ReattachEvent) { events = append(events, ev) }}
+	h, err := attachCmd(&conn.Conn{Core: core, Reattach: p}, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
 	require.NoError(t, err)
 	return h, &events, &waits
 }
@@ -56,7 +58,7 @@ func TestWaitRepeatsACutWait(t *testing.T) {
 	h, events, waits := cutServer(t, 2)
 	res, err := h.Wait(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, 0, res.ExitCode)
+	assert.Equal(t, 0, res.ExitCode())
 	assert.EqualValues(t, 3, waits.Load(), "two cuts, then the answer")
 	require.Len(t, *events, 2)
 	assert.Equal(t, "wait", (*events)[0].Op)
@@ -66,12 +68,12 @@ func TestWaitRepeatsACutWait(t *testing.T) {
 func TestOutputSkipsWhatACutStreamDelivered(t *testing.T) {
 	t.Parallel()
 	h, events, _ := cutServer(t, 2)
-	stdout, stderr, err := h.Output(t.Context())
-	require.NoError(t, err)
-	assert.Equal(t, "one\ntwo\n", string(stdout), "each byte once")
-	assert.Equal(t, "err\n", string(stderr))
+	var stdout, stderr strings.Builder
+	require.NoError(t, h.CopyOutput(t.Context(), &stdout, &stderr))
+	assert.Equal(t, "one\ntwo\n", stdout.String(), "each byte once")
+	assert.Equal(t, "err\n", stderr.String())
 	require.Len(t, *events, 2)
 	assert.Equal(t, "logs", (*events)[0].Op)
 	assert.EqualValues(t, 4, (*events)[0].Delivered)
-	assert.ErrorIs(t, (*events)[0].Err, command.ErrStreamEnded)
+	assert.ErrorIs(t, (*events)[0].Err, apierr.ErrStreamEnded)
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
@@ -86,27 +87,20 @@ func ParseRef(s string) (Ref, error) {
 	return r, nil
 }
 
-// Handle is a command started detached, or reattached by its Ref. It is
-// safe for concurrent use; every method does its own request.
+// Handle is a command started detached (Cmd.Start), or reattached by its
+// Ref (sandbox.Client.Attach). It is safe for concurrent use; every method
+// does its own request.
 type Handle struct {
-	c    *conn.Conn
-	ref  Ref
-	info Info
+	c     *conn.Conn
+	ref   Ref
+	info  Info
+	cmd   *Cmd      // the command started, nil for a reattached one
+	began time.Time // when it was started here
+
+	waited atomic.Bool // Wait of a started command was called
 
 	mu    sync.Mutex
 	final *Info // the command's state once it is known to have finished
-}
-
-// Attach returns a handle to the command ref names, over c. It does no
-// I/O. Only package sandbox can make a c: call (*sandbox.Client).Attach.
-func Attach(c *conn.Conn, ref Ref) (*Handle, error) {
-	if c == nil || c.Core == nil {
-		return nil, apierr.Invalid("sandbox", "no client to reach the command with")
-	}
-	if err := ref.validate(); err != nil {
-		return nil, err
-	}
-	return &Handle{c: c, ref: ref, info: Info{ID: ref.CommandID, SessionID: ref.SessionID}}, nil
 }
 
 // Ref returns the reference to store for reattaching.
@@ -147,37 +141,72 @@ func (h *Handle) finished() *Info {
 	return h.final
 }
 
-// Wait blocks until the command finishes and returns its result. The
-// result carries no output: use Output or Logs for that. A non-zero exit
-// code gives the result and an *ExitError. An answer about another command
-// is refused with a *StreamError whose Code is "command_mismatch".
+// Wait blocks until the command finishes and returns its result. A
+// non-zero exit code gives the result and an *ExitError. An answer about
+// another command is refused with a *sandbox.StreamError whose Code is
+// "command_mismatch".
+//
+// For a command started by Cmd.Start, Wait behaves as Cmd.Run: it passes
+// the output to the Cmd's Stdout and Stderr as it comes (replayed from
+// the start), captures it into the result up to CaptureLimit, ends a
+// silent command after InactivityTimeout with an *InactivityError, and
+// kills the command when ctx ends unless DetachOnCancel is set; a run that
+// ends early gives its partial result with the error. (When nothing needs
+// the output, as with CaptureLimit negative, no writers and no
+// InactivityTimeout, it only waits.) It may be called once. A reattached command (sandbox.Client.Attach) has no Cmd: its Wait
+// carries no output (use Output or Logs), may be repeated, and ending ctx
+// only stops waiting.
 //
 // A wait that is cut (hosted Vercel's edge ends requests after about six
 // minutes, and a transport's response-header timeout may fire first,
 // since hosted Vercel sends the headers only when the command ends) is
 // repeated until the command finishes, its session ends (an error
-// matching ErrGone) or ctx ends; see ReattachPolicy.
+// matching sandbox.ErrGone) or ctx ends; see sandbox.ReattachPolicy.
 func (h *Handle) Wait(ctx context.Context) (*Result, error) {
+	if h.cmd != nil {
+		if !h.waited.CompareAndSwap(false, true) {
+			return nil, apierr.Invalid("Handle", "Wait already called")
+		}
+		return waitStarted(ctx, h)
+	}
 	info, err := wait(ctx, h.c, h.ref)
 	if err != nil {
 		return nil, err
 	}
 	h.remember(info)
-	res := &Result{CommandID: h.ref.CommandID, SessionID: h.ref.SessionID, ExitCode: *info.ExitCode,
+	return h.result(info, nil, nil)
+}
+
+// result is the result of the command, finished as info says, with the
+// output captured of it.
+func (h *Handle) result(info Info, stdout, stderr *capture.Buffer) (*Result, error) {
+	res := &Result{CommandID: h.ref.CommandID, SessionID: h.ref.SessionID,
 		StartedAt: info.StartedAt, Duration: info.Duration}
-	if res.ExitCode != 0 {
+	if stdout != nil {
+		res.Stdout, res.StdoutBytes, res.StdoutTruncated = stdout.Bytes(), stdout.Total(), stdout.Truncated()
+		res.Stderr, res.StderrBytes, res.StderrTruncated = stderr.Bytes(), stderr.Total(), stderr.Truncated()
+	}
+	var timeout time.Duration
+	if h.cmd != nil {
+		timeout = h.cmd.Timeout
+	}
+	res.setExit(*info.ExitCode, timeout)
+	if res.ExitCode() != 0 {
 		return res, &ExitError{Result: res}
 	}
 	return res, nil
 }
 
-// Kill sends sig to the command. Zero means SIGTERM.
-func (h *Handle) Kill(ctx context.Context, sig Signal) error {
-	if sig == 0 {
-		sig = SIGTERM
-	}
-	if sig < 0 {
-		return apierr.Invalid("signal", "negative signal %d", sig)
+// Kill sends SIGKILL to the command: it ends at once, with exit code 137.
+func (h *Handle) Kill(ctx context.Context) error {
+	return h.Signal(ctx, SIGKILL)
+}
+
+// Signal sends sig to the command, such as SIGTERM to ask it to end (see
+// Terminate) or SIGSTOP and SIGCONT to pause and resume it.
+func (h *Handle) Signal(ctx context.Context, sig Signal) error {
+	if sig <= 0 {
+		return apierr.Invalid("signal", "invalid signal %d", sig)
 	}
 	_, err := sendKill(ctx, h.c.Core, h.ref, sig)
 	return err
@@ -187,13 +216,13 @@ func (h *Handle) Kill(ctx context.Context, sig Signal) error {
 // then, if the command still runs after grace, SIGKILL. It returns once
 // the command has ended or SIGKILL was sent. On hosted Vercel a kill
 // signals the command's process only, not the processes it started, so a
-// shell pipeline may need the SIGKILL. A session that has ended (ErrGone)
-// has ended its commands too, and is not an error.
+// shell pipeline may need the SIGKILL. A session that has ended
+// (sandbox.ErrGone) has ended its commands too, and is not an error.
 func (h *Handle) Terminate(ctx context.Context, grace time.Duration) error {
 	if grace < 0 {
 		return apierr.Invalid("grace", "negative duration %s", grace)
 	}
-	err := h.Kill(ctx, SIGTERM)
+	err := h.Signal(ctx, SIGTERM)
 	if err == nil {
 		gctx, cancel := context.WithTimeout(ctx, grace)
 		var info Info
@@ -206,9 +235,9 @@ func (h *Handle) Terminate(ctx context.Context, grace time.Duration) error {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		err = h.Kill(ctx, SIGKILL)
+		err = h.Kill(ctx)
 	}
-	if errors.Is(err, ErrGone) {
+	if errors.Is(err, apierr.ErrGone) {
 		return nil
 	}
 	return err
@@ -217,12 +246,12 @@ func (h *Handle) Terminate(ctx context.Context, grace time.Duration) error {
 // Logs replays the command's output from the start and follows it until
 // the command ends. A log stream cut while the command runs is opened
 // again and the output already yielded skipped, so each byte is yielded
-// once (see ReattachPolicy); since a cut can end a log stream as cleanly as
+// once (see sandbox.ReattachPolicy); since a cut can end a log stream as cleanly as
 // the command's end does, the logs are read once more after the command
 // ends, to confirm that nothing follows what was yielded. The
 // sequence stops early, with an error, when ctx ends, the session ends (an
-// error matching ErrGone), a replay does not match what was yielded (an
-// *OutputLostError naming the stream and offset) or the stream fails in a
+// error matching sandbox.ErrGone), a replay does not match what was yielded
+// (a *sandbox.OutputLostError naming the stream and offset) or the stream fails in a
 // way no re-attachment mends.
 //
 // An Event's Data is valid until the next iteration, and a long frame
@@ -273,22 +302,37 @@ func (h *Handle) CopyOutput(ctx context.Context, stdout, stderr io.Writer) error
 	return nil
 }
 
-// ErrOutputTruncated is returned with the kept output when Output had to
-// drop bytes beyond DefaultCaptureLimit.
+// ErrOutputTruncated is returned with the kept output when Handle.Output
+// had to drop bytes beyond DefaultCaptureLimit.
 var ErrOutputTruncated = errors.New("command output exceeded the capture limit and was truncated")
 
-// Output waits for the command's output to end and returns it, up to
-// DefaultCaptureLimit bytes per stream (beyond that it returns what it kept
-// and ErrOutputTruncated). Use CopyOutput for unbounded output.
-func (h *Handle) Output(ctx context.Context) (stdout, stderr []byte, err error) {
+// Output waits for the command's output to end and returns its stdout, as
+// Cmd.Output does: a non-zero exit code gives the output and an
+// *ExitError, whose Result holds stderr. It keeps up to DefaultCaptureLimit
+// bytes per stream; beyond that it returns what it kept and
+// ErrOutputTruncated. Use CopyOutput for unbounded output. Ending ctx only
+// stops reading.
+func (h *Handle) Output(ctx context.Context) ([]byte, error) {
 	o, e := capture.New(DefaultCaptureLimit), capture.New(DefaultCaptureLimit)
-	if err := h.CopyOutput(ctx, o, e); err != nil {
-		return o.Bytes(), e.Bytes(), err
+	f := &follower{c: h.c, ref: h.ref, op: "logs", known: h.finished(), sent: newDelivered(),
+		emit: func(k cmdstream.Kind, data []byte) error {
+			if k == cmdstream.KindStderr {
+				_, _ = e.Write(data)
+			} else {
+				_, _ = o.Write(data)
+			}
+			return nil
+		}}
+	info, err := f.run(ctx, 0, nil)
+	if err != nil {
+		return o.Bytes(), err
 	}
-	if o.Truncated() || e.Truncated() {
-		return o.Bytes(), e.Bytes(), ErrOutputTruncated
+	h.remember(info)
+	res, err := h.result(info, o, e)
+	if err == nil && (o.Truncated() || e.Truncated()) {
+		err = ErrOutputTruncated
 	}
-	return o.Bytes(), e.Bytes(), nil
+	return res.Stdout, err
 }
 
 func cmdPath(ref Ref) string {

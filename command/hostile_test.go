@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"hash"
 	"io"
 	"log/slog"
@@ -55,14 +56,14 @@ func newHostile(t *testing.T, token string, handler http.HandlerFunc) *hostile {
 		Logger: slog.New(slog.NewTextHandler(&h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	require.NoError(t, err)
 	h.c = &conn.Conn{Core: core, WithSession: func(_ context.Context, fn func(string) error) error { return fn("sbx_1") },
-		Reattach: command.ReattachPolicy{Disabled: true}}
+		Reattach: conn.ReattachPolicy{Disabled: true}}
 	return h
 }
 
 // handle returns a handle to command cmd_1 of session sbx_1.
 func (h *hostile) handle(t *testing.T) *command.Handle {
 	t.Helper()
-	hd, err := command.Attach(h.c, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
+	hd, err := attachCmd(h.c, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
 	require.NoError(t, err)
 	return hd
 }
@@ -156,7 +157,7 @@ func TestHugeLineBoundedMemory(t *testing.T) {
 		var res *command.Result
 		var err error
 		alloc := benchdata.Allocated(func() {
-			res, err = command.Run(t.Context(), h.c, &command.Cmd{Name: "x", Stdout: w, CaptureLimit: 1 << 10})
+			res, err = run(t.Context(), h.c, &command.Cmd{Name: "x", Stdout: w, CaptureLimit: 1 << 10})
 		})
 		require.NoError(t, err)
 		assert.Equal(t, size, w.n, "data first %v: the whole line reaches the writer", dataFirst)
@@ -211,8 +212,8 @@ func TestHugeFieldsRefused(t *testing.T) {
 	} {
 		h := newHostile(t, "tok_huge_fields", serveCommand(body))
 		var err error
-		alloc := benchdata.Allocated(func() { _, err = command.Run(t.Context(), h.c, &command.Cmd{Name: "x"}) })
-		var se *command.StreamError
+		alloc := benchdata.Allocated(func() { _, err = run(t.Context(), h.c, &command.Cmd{Name: "x"}) })
+		var se *apierr.StreamError
 		require.ErrorAs(t, err, &se, name)
 		assert.Equal(t, "frame_too_large", se.Code, name)
 		assert.Less(t, alloc, uint64(16<<20), "%s: allocated %d bytes", name, alloc)
@@ -259,12 +260,12 @@ func TestSlowWriterIsNotSilence(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 		return len(p), nil
 	})
-	res, err := command.Run(t.Context(), h.c, &command.Cmd{Name: "x", Stdout: slow, InactivityTimeout: 100 * time.Millisecond})
+	res, err := run(t.Context(), h.c, &command.Cmd{Name: "x", Stdout: slow, InactivityTimeout: 100 * time.Millisecond})
 	require.NoError(t, err, "a slow writer is not a silent command")
 	assert.Equal(t, "line 0\nline 1\nline 2\nline 3\n", string(res.Stdout))
 	assert.Zero(t, kills.Load(), "nothing was killed")
 
-	_, err = command.Run(t.Context(), h.c, &command.Cmd{Name: "silent", InactivityTimeout: 100 * time.Millisecond})
+	_, err = run(t.Context(), h.c, &command.Cmd{Name: "silent", InactivityTimeout: 100 * time.Millisecond})
 	var ie *command.InactivityError
 	require.ErrorAs(t, err, &ie, "a silent command is stopped")
 	assert.True(t, ie.Killed)
@@ -305,7 +306,7 @@ func TestStreamErrorsHideToken(t *testing.T) {
 			}
 			serveCommand(func(w io.Writer) { io.WriteString(w, body) })(w, r)
 		})
-		_, runErr := command.Run(t.Context(), h.c, &command.Cmd{Name: "x"})
+		_, runErr := run(t.Context(), h.c, &command.Cmd{Name: "x"})
 		require.Error(t, runErr, name)
 		var logErr error
 		for _, err := range h.handle(t).Logs(t.Context()) {
@@ -332,7 +333,7 @@ func TestAttachedRunsReuseConnections(t *testing.T) {
 		http.NewResponseController(w.(http.ResponseWriter)).Flush()
 	}))
 	for range 100 {
-		_, err := command.Run(t.Context(), h.c, &command.Cmd{Name: "x"})
+		_, err := run(t.Context(), h.c, &command.Cmd{Name: "x"})
 		require.NoError(t, err)
 	}
 	assert.LessOrEqual(t, h.conns.Load(), int64(2))
@@ -366,9 +367,9 @@ func TestRunAfterFinalLine(t *testing.T) {
 			after(w, r)
 		})
 		began := time.Now()
-		res, err := command.Run(t.Context(), h.c, &command.Cmd{Name: "x"})
+		res, err := run(t.Context(), h.c, &command.Cmd{Name: "x"})
 		require.NoError(t, err, name)
-		assert.Equal(t, 0, res.ExitCode, name)
+		assert.Equal(t, 0, res.ExitCode(), name)
 		assert.Empty(t, res.Stdout, "%s: lines after the final line are ignored", name)
 		assert.Less(t, time.Since(began), 30*time.Second, "%s: the run is not held", name)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"io"
 	"net/http"
 	"strings"
@@ -59,7 +61,7 @@ func replays(t *testing.T, first func(w http.ResponseWriter, attached bool), rep
 			io.WriteString(w, finishedJS)
 		}
 	})
-	h.c.Reattach = command.ReattachPolicy{}
+	h.c.Reattach = conn.ReattachPolicy{}
 	return h, &logs
 }
 
@@ -67,8 +69,8 @@ func replays(t *testing.T, first func(w http.ResponseWriter, attached bool), rep
 // offset.
 func outputLost(t *testing.T, err error, stream string, offset int64) {
 	t.Helper()
-	require.ErrorIs(t, err, command.ErrOutputLost)
-	var ol *command.OutputLostError
+	require.ErrorIs(t, err, apierr.ErrOutputLost)
+	var ol *apierr.OutputLostError
 	require.ErrorAs(t, err, &ol)
 	assert.Equal(t, stream, ol.Stream, "the stream is named")
 	assert.Equal(t, offset, ol.Offset, "and the offset")
@@ -101,7 +103,7 @@ func TestLogsReplayShorterThanDeliveredIsOutputLost(t *testing.T) {
 		cutAfter(w, logLines("one\n", "two\n"))
 	}, logLines("one\n"))
 
-	stdout, _, err := h.handle(t).Output(t.Context())
+	stdout, err := h.handle(t).Output(t.Context())
 	assert.Equal(t, "one\ntwo\n", string(stdout))
 	outputLost(t, err, "stdout", 4)
 	assert.LessOrEqual(t, logs.Load(), int32(7), "asked again a bounded number of times")
@@ -116,12 +118,12 @@ func TestRunReplayThatDiffersIsOutputLost(t *testing.T) {
 	}, logLines("uno\n", "dos\n", "tres\n"))
 
 	var out strings.Builder
-	res, err := command.Run(t.Context(), h.c, &command.Cmd{Name: "x", Stdout: &out})
+	res, err := run(t.Context(), h.c, &command.Cmd{Name: "x", Stdout: &out})
 	outputLost(t, err, "stdout", 8)
 	assert.Equal(t, "one\ntwo\n", out.String())
 	require.NotNil(t, res, "the output captured so far")
 	assert.Equal(t, "one\ntwo\n", string(res.Stdout))
-	assert.Equal(t, -1, res.ExitCode, "no exit code invented")
+	assert.Equal(t, -1, res.ExitCode(), "no exit code invented")
 }
 
 // otherCommand is cmd_2's final state, in a stream or an answer.
@@ -130,7 +132,7 @@ const otherCommand = `{"command":{"id":"cmd_2","name":"x","args":[],"cwd":"/","s
 // mismatch asserts that err refuses an answer about another command.
 func mismatch(t *testing.T, err error) {
 	t.Helper()
-	var se *command.StreamError
+	var se *apierr.StreamError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "command_mismatch", se.Code)
 	assert.Equal(t, "cmd_1", se.CommandID)
@@ -146,11 +148,11 @@ func TestRunFinalFrameOfAnotherCommandIsRefused(t *testing.T) {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		io.WriteString(w, startLine+logLines("one\n")+otherCommand+"\n")
 	})
-	res, err := command.Run(t.Context(), h.c, &command.Cmd{Name: "x"})
+	res, err := run(t.Context(), h.c, &command.Cmd{Name: "x"})
 	mismatch(t, err)
 	require.NotNil(t, res)
 	assert.Equal(t, "one\n", string(res.Stdout))
-	assert.Equal(t, -1, res.ExitCode)
+	assert.Equal(t, -1, res.ExitCode())
 	assert.Equal(t, "cmd_1", res.CommandID)
 }
 
@@ -185,10 +187,10 @@ func TestRunFollowerRefusesAnotherCommandsWait(t *testing.T) {
 			io.WriteString(w, otherCommand)
 		}
 	})
-	h.c.Reattach = command.ReattachPolicy{}
+	h.c.Reattach = conn.ReattachPolicy{}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	res, err := command.Run(ctx, h.c, &command.Cmd{Name: "x"})
+	res, err := run(ctx, h.c, &command.Cmd{Name: "x"})
 	mismatch(t, err)
 	require.NotNil(t, res)
 	assert.Equal(t, "one\n", string(res.Stdout))
@@ -217,15 +219,15 @@ func TestFinishedLogsUnreadableAreBounded(t *testing.T) {
 			io.WriteString(w, finishedJS)
 		}
 	})
-	h.c.Reattach = command.ReattachPolicy{}
+	h.c.Reattach = conn.ReattachPolicy{}
 	hd := h.handle(t)
 	_, err := hd.Wait(t.Context())
 	require.NoError(t, err)
 
-	stdout, _, err := hd.Output(t.Context())
+	stdout, err := hd.Output(t.Context())
 	assert.Equal(t, "one\ntwo\n", string(stdout), "what was read is kept")
-	require.ErrorIs(t, err, command.ErrOutputLost)
-	var ol *command.OutputLostError
+	require.ErrorIs(t, err, apierr.ErrOutputLost)
+	var ol *apierr.OutputLostError
 	require.ErrorAs(t, err, &ol)
 	assert.Equal(t, int64(8), ol.Delivered)
 	assert.Equal(t, 0, ol.ExitCode, "the exit code is known")

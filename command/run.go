@@ -25,78 +25,82 @@ import (
 // (see follow.go), never by running the command again. Everything else
 // that can end it early is decided here, after the stream stops: silence
 // past InactivityTimeout (the timer closes the body, the command is
-// killed), the caller's context (killed with KillOnCancel), and a cut that
-// cannot be followed (an ErrStreamEnded, never an invented exit code).
-// Once the command has started, the output captured so far and its ids
-// travel with the error as a partial Result (ExitCode -1). A final line
-// about another command is refused, not taken as this one's exit.
+// killed), the caller's context (killed unless DetachOnCancel), and a cut
+// that cannot be followed (an ErrStreamEnded, never an invented exit
+// code). Once the command has started, the output captured so far and its
+// ids travel with the error as a partial Result (exit code -1). A final
+// line about another command is refused, not taken as this one's exit.
+//
+// The Wait of a started command is the same run over the logs endpoint
+// from the start, so that it honours the same fields.
 
-// Run runs cmd attached on c. Only package sandbox can make a c: call
-// (*sandbox.Sandbox).Run, which documents the behaviour.
-func Run(ctx context.Context, c *conn.Conn, cmd *Cmd) (*Result, error) {
-	if err := cmd.Validate(); err != nil {
+// Run runs the command attached: its output reaches Stdout and Stderr as
+// it is produced, and Run returns when the command ends. The result holds
+// the exit code and the captured output. A non-zero exit code gives the
+// result and an *ExitError. The command is sent once; it is never re-sent
+// after a failure that may have started it.
+//
+// A run that ends before its command does (ctx ends, InactivityTimeout
+// fires, a cut stream cannot be followed, output cannot be delivered
+// whole) returns, once the command has started, its partial result with
+// the error, as os/exec keeps its buffers: the output captured so far,
+// CommandID and SessionID to reattach with (see sandbox.Sandbox.Attach),
+// and exit code -1, since it is not known. When ctx ends the command is
+// killed, unless DetachOnCancel is set.
+func (c *Cmd) Run(ctx context.Context) (*Result, error) {
+	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	if err := checkConn(c); err != nil {
-		return nil, err
-	}
-	var resp *http.Response
-	var sid string
-	err := c.WithSession(ctx, func(id string) error {
-		sid = id
-		var err error
-		resp, err = c.Core.Do(ctx, &httpcore.Call{Method: "POST", Path: conn.SessionPath(id) + "/cmd",
-			JSON: request(cmd, true), Safety: httpcore.Unsafe, Op: "run command",
-			SandboxName: c.SandboxName, SessionID: id, Stream: true})
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return consumeAttached(ctx, c, resp, cmd, sid)
+	return c.run(ctx, c.Stdout, c.Stderr)
 }
 
-// Output runs cmd attached on c and returns its captured stdout. Only
-// package sandbox can make a c: call (*sandbox.Sandbox).Output.
-func Output(ctx context.Context, c *conn.Conn, cmd *Cmd) ([]byte, error) {
-	res, err := Run(ctx, c, cmd)
+// Output runs the command as Run does and returns its captured stdout. A
+// non-zero exit code gives the output and an *ExitError, whose Result
+// holds the captured stderr; a run that ends early (see Run) gives the
+// stdout captured so far with its error.
+func (c *Cmd) Output(ctx context.Context) ([]byte, error) {
+	if err := c.begin(); err != nil {
+		return nil, err
+	}
+	res, err := c.run(ctx, c.Stdout, c.Stderr)
 	if res == nil {
 		return nil, err
 	}
 	return res.Stdout, err
 }
 
-// CombinedOutput runs cmd attached on c and returns stdout and stderr
-// interleaved. Only package sandbox can make a c: call
-// (*sandbox.Sandbox).CombinedOutput.
-func CombinedOutput(ctx context.Context, c *conn.Conn, cmd *Cmd) ([]byte, error) {
-	if err := cmd.Validate(); err != nil {
+// CombinedOutput runs the command as Run does and returns stdout and
+// stderr interleaved as they arrived, up to the capture limit. A run that
+// ends early (see Run) gives the output captured so far with its error.
+func (c *Cmd) CombinedOutput(ctx context.Context) ([]byte, error) {
+	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	both := capture.New(captureLimit(cmd))
-	tee := *cmd
-	tee.Stdout = teeWriter(cmd.Stdout, both)
-	tee.Stderr = teeWriter(cmd.Stderr, both)
-	_, err := Run(ctx, c, &tee)
+	both := capture.New(captureLimit(c))
+	_, err := c.run(ctx, teeWriter(c.Stdout, both), teeWriter(c.Stderr, both))
 	return both.Bytes(), err
 }
 
-// Start starts cmd detached on c. Only package sandbox can make a c: call
-// (*sandbox.Sandbox).Start.
-func Start(ctx context.Context, c *conn.Conn, cmd *Cmd) (*Handle, error) {
-	if err := cmd.Validate(); err != nil {
+// Start starts the command detached and returns at once with a handle to
+// wait on, signal or read the logs of. The command is sent once.
+//
+// ctx bounds the request that starts the command, not the command: once
+// Start has returned, ending ctx changes nothing. Handle.Wait is what
+// honours the fields Run honours (Stdout, Stderr, CaptureLimit,
+// InactivityTimeout, DetachOnCancel), so that Start then Wait behaves as
+// Run; Timeout is enforced by the sandbox either way.
+func (c *Cmd) Start(ctx context.Context) (*Handle, error) {
+	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	if err := checkConn(c); err != nil {
-		return nil, err
-	}
+	cn := c.conn
 	var out wire.CommandResponse
 	var sid string
-	err := c.WithSession(ctx, func(id string) error {
+	err := cn.WithSession(ctx, func(id string) error {
 		sid = id
-		return c.Core.JSON(ctx, &httpcore.Call{Method: "POST", Path: conn.SessionPath(id) + "/cmd",
-			JSON: request(cmd, false), Safety: httpcore.Unsafe, Op: "start command",
-			SandboxName: c.SandboxName, SessionID: id}, &out)
+		return cn.Core.JSON(ctx, &httpcore.Call{Method: "POST", Path: conn.SessionPath(id) + "/cmd",
+			JSON: c.request(false), Safety: httpcore.Unsafe, Op: "start command",
+			SandboxName: cn.SandboxName, SessionID: id}, &out)
 	})
 	if err != nil {
 		return nil, err
@@ -104,15 +108,39 @@ func Start(ctx context.Context, c *conn.Conn, cmd *Cmd) (*Handle, error) {
 	if out.Command.ID == "" {
 		return nil, &apierr.DecodeError{Method: "POST", Path: conn.SessionPath(sid) + "/cmd", StatusCode: 200, Err: errors.New("no command id in the answer")}
 	}
-	ref := Ref{SandboxName: c.SandboxName, SessionID: sid, CommandID: out.Command.ID}
-	return &Handle{c: c, ref: ref, info: infoFromWire(&out.Command)}, nil
+	ref := Ref{SandboxName: cn.SandboxName, SessionID: sid, CommandID: out.Command.ID}
+	return &Handle{c: cn, ref: ref, info: infoFromWire(&out.Command), cmd: c, began: time.Now()}, nil
 }
 
-func checkConn(c *conn.Conn) error {
-	if c == nil || c.Core == nil || c.WithSession == nil {
-		return apierr.Invalid("sandbox", "no sandbox to run the command in")
+// run runs c attached, its output passed on to stdout and stderr.
+func (c *Cmd) run(ctx context.Context, stdout, stderr io.Writer) (*Result, error) {
+	cn := c.conn
+	var resp *http.Response
+	var sid string
+	err := cn.WithSession(ctx, func(id string) error {
+		sid = id
+		var err error
+		resp, err = cn.Core.Do(ctx, &httpcore.Call{Method: "POST", Path: conn.SessionPath(id) + "/cmd",
+			JSON: c.request(true), Safety: httpcore.Unsafe, Op: "run command",
+			SandboxName: cn.SandboxName, SessionID: id, Stream: true})
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	return consumeAttached(ctx, cn, resp, c, sid, stdout, stderr)
+}
+
+// attach returns a handle to the command ref names, over c, without I/O.
+// Package sandbox reaches it through conn.AttachCmd.
+func attach(c *conn.Conn, ref Ref) (*Handle, error) {
+	if c == nil || c.Core == nil {
+		return nil, apierr.Invalid("sandbox", "no client to reach the command with")
+	}
+	if err := ref.validate(); err != nil {
+		return nil, err
+	}
+	return &Handle{c: c, ref: ref, info: Info{ID: ref.CommandID, SessionID: ref.SessionID}}, nil
 }
 
 func captureLimit(cmd *Cmd) int {
@@ -122,21 +150,25 @@ func captureLimit(cmd *Cmd) int {
 	return cmd.CaptureLimit
 }
 
-func request(cmd *Cmd, attached bool) *wire.CommandRequest {
-	args := cmd.Args
+// request is the request that runs cmd, rewritten to run as a user when it
+// is bound to one.
+func (c *Cmd) request(attached bool) *wire.CommandRequest {
+	name, args, env, dir := c.Name, c.Args, c.Env, c.Dir
+	if c.as != nil && !c.Sudo {
+		name, args, env, dir = c.as(c)
+	}
 	if args == nil {
 		args = []string{}
 	}
-	env := cmd.Env
 	if env == nil {
 		env = map[string]string{}
 	}
-	req := &wire.CommandRequest{Command: cmd.Name, Args: args, Cwd: cmd.Dir, Env: env, Sudo: cmd.Sudo}
+	req := &wire.CommandRequest{Command: name, Args: args, Cwd: dir, Env: env, Sudo: c.Sudo}
 	if attached {
 		req.Wait, req.Logs = true, true
 	}
-	if cmd.Timeout > 0 {
-		ms := wire.Millis(cmd.Timeout)
+	if c.Timeout > 0 {
+		ms := wire.Millis(c.Timeout)
 		req.Timeout = &ms
 	}
 	return req
@@ -156,6 +188,8 @@ type attachedRun struct {
 	cmd      *Cmd
 	sid      string
 	cid      string
+	outW     io.Writer // where stdout goes, beside the capture
+	errW     io.Writer
 	stdout   *capture.Buffer
 	stderr   *capture.Buffer
 	began    time.Time
@@ -168,38 +202,53 @@ type attachedRun struct {
 	body io.Closer // the stream being read, which the inactivity timer closes
 }
 
-func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd *Cmd, sid string) (*Result, error) {
+func newRun(c *conn.Conn, cmd *Cmd, sid string, stdout, stderr io.Writer) *attachedRun {
+	limit := captureLimit(cmd)
+	return &attachedRun{c: c, cmd: cmd, sid: sid, outW: stdout, errW: stderr,
+		stdout: capture.New(limit), stderr: capture.New(limit), began: time.Now(), sent: newDelivered()}
+}
+
+// watch starts the inactivity timer, when the command has one, and returns
+// the context to follow the command's logs with (which the timer ends)
+// and the function that stops both.
+func (r *attachedRun) watch(ctx context.Context) (context.Context, func()) {
+	ctx, hush := context.WithCancel(ctx)
+	d := r.cmd.InactivityTimeout
+	if d <= 0 {
+		return ctx, hush
+	}
+	r.lastSeen.Store(time.Now().UnixNano())
+	var timer *time.Timer
+	check := func() {
+		if r.writing.Load() {
+			// The caller's writer is slow, not the command.
+			timer.Reset(d)
+			return
+		}
+		idle := time.Since(time.Unix(0, r.lastSeen.Load()))
+		if idle >= d {
+			r.silent.Store(true)
+			r.closeBody()
+			hush()
+			return
+		}
+		timer.Reset(d - idle)
+	}
+	timer = time.AfterFunc(time.Hour, check)
+	timer.Reset(d)
+	return ctx, func() { timer.Stop(); hush() }
+}
+
+func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd *Cmd, sid string, stdout, stderr io.Writer) (*Result, error) {
 	defer resp.Body.Close()
 	secrets := cmdstream.Secrets(resp)
 	if err := cmdstream.CheckContentType(resp.Header, secrets, "command data", sid, ""); err != nil {
 		return nil, err
 	}
-	limit := captureLimit(cmd)
-	r := &attachedRun{c: c, cmd: cmd, sid: sid, stdout: capture.New(limit), stderr: capture.New(limit),
-		began: time.Now(), sent: newDelivered()}
+	r := newRun(c, cmd, sid, stdout, stderr)
 	r.track(resp.Body)
-
-	var timer *time.Timer
-	if cmd.InactivityTimeout > 0 {
-		r.lastSeen.Store(time.Now().UnixNano())
-		check := func() {
-			if r.writing.Load() {
-				// The caller's writer is slow, not the command.
-				timer.Reset(cmd.InactivityTimeout)
-				return
-			}
-			idle := time.Since(time.Unix(0, r.lastSeen.Load()))
-			if idle >= cmd.InactivityTimeout {
-				r.silent.Store(true)
-				r.closeBody()
-				return
-			}
-			timer.Reset(cmd.InactivityTimeout - idle)
-		}
-		timer = time.AfterFunc(time.Hour, check)
-		timer.Reset(cmd.InactivityTimeout)
-		defer timer.Stop()
-	}
+	fctx, stop := r.watch(ctx)
+	defer stop()
 
 	dec := cmdstream.NewDecoder(resp.Body, secrets, sid, "")
 	defer dec.Close()
@@ -218,13 +267,38 @@ func consumeAttached(ctx context.Context, c *conn.Conn, resp *http.Response, cmd
 		}
 		f := &follower{c: c, ref: Ref{SandboxName: c.SandboxName, SessionID: sid, CommandID: r.cid}, op: "run",
 			emit: r.write, track: r.track, sent: r.sent}
-		info, err := f.run(ctx, 1, cause)
+		info, err := f.run(fctx, 1, cause)
 		if err == nil {
 			return r.finish(info)
 		}
 		loopErr = err
 	}
 	return r.fail(ctx, loopErr, started)
+}
+
+// waitStarted is the Wait of a command started detached from cmd: its
+// logs followed from the start into its writers, so that Start then Wait
+// behaves as Run. When nothing needs its output, the command is only
+// waited for.
+func waitStarted(ctx context.Context, h *Handle) (*Result, error) {
+	cmd := h.cmd
+	r := newRun(h.c, cmd, h.ref.SessionID, cmd.Stdout, cmd.Stderr)
+	r.cid, r.began = h.ref.CommandID, h.began
+	fctx, stop := r.watch(ctx)
+	defer stop()
+	var info Info
+	var err error
+	if cmd.Stdout == nil && cmd.Stderr == nil && cmd.CaptureLimit < 0 && cmd.InactivityTimeout == 0 {
+		info, err = wait(fctx, h.c, h.ref)
+	} else {
+		f := &follower{c: h.c, ref: h.ref, op: "wait", emit: r.write, track: r.track, sent: r.sent, known: h.finished()}
+		info, err = f.run(fctx, 0, nil)
+	}
+	if err != nil {
+		return r.fail(ctx, err, true)
+	}
+	h.remember(info)
+	return r.finish(info)
 }
 
 // read reads the attached stream until its final frame, which it returns,
@@ -281,7 +355,7 @@ func (r *attachedRun) fail(ctx context.Context, err error, started bool) (*Resul
 		}
 		return res, ie
 	case ctx.Err() != nil:
-		if r.cmd.KillOnCancel && r.cid != "" {
+		if !r.cmd.DetachOnCancel && r.cid != "" {
 			if kerr := r.kill(ctx); kerr != nil {
 				return res, fmt.Errorf("%w (killing command %s failed: %w)", ctx.Err(), r.cid, kerr)
 			}
@@ -300,14 +374,14 @@ func (r *attachedRun) fail(ctx context.Context, err error, started bool) (*Resul
 // finish returns the result of a command that exited.
 func (r *attachedRun) finish(info Info) (*Result, error) {
 	res := r.partial()
-	res.ExitCode = *info.ExitCode
 	if !info.StartedAt.IsZero() {
 		res.StartedAt = info.StartedAt
 	}
 	if info.Duration > 0 {
 		res.Duration = info.Duration
 	}
-	if res.ExitCode != 0 {
+	res.setExit(*info.ExitCode, r.cmd.Timeout)
+	if res.ExitCode() != 0 {
 		return res, &ExitError{Result: res}
 	}
 	return res, nil
@@ -337,9 +411,9 @@ func (r *attachedRun) closeBody() {
 // the writer has it: a slow writer is not a silent command.
 func (r *attachedRun) write(k cmdstream.Kind, data []byte) error {
 	r.lastSeen.Store(time.Now().UnixNano())
-	w, cp, name := r.cmd.Stdout, r.stdout, "stdout"
+	w, cp, name := r.outW, r.stdout, "stdout"
 	if k == cmdstream.KindStderr {
-		w, cp, name = r.cmd.Stderr, r.stderr, "stderr"
+		w, cp, name = r.errW, r.stderr, "stderr"
 	}
 	_, _ = cp.Write(data)
 	if w == nil {
@@ -356,7 +430,7 @@ func (r *attachedRun) write(k cmdstream.Kind, data []byte) error {
 }
 
 func (r *attachedRun) partial() *Result {
-	return &Result{CommandID: r.cid, SessionID: r.sid, ExitCode: -1, StartedAt: r.began,
+	return &Result{CommandID: r.cid, SessionID: r.sid, StartedAt: r.began,
 		Duration: time.Since(r.began), Stdout: r.stdout.Bytes(), Stderr: r.stderr.Bytes(),
 		StdoutBytes: r.stdout.Total(), StderrBytes: r.stderr.Total(),
 		StdoutTruncated: r.stdout.Truncated(), StderrTruncated: r.stderr.Truncated()}
@@ -368,7 +442,7 @@ func (r *attachedRun) kill(ctx context.Context) error {
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	_, err := sendKill(kctx, r.c.Core, Ref{SandboxName: r.c.SandboxName, SessionID: r.sid, CommandID: r.cid}, SIGKILL)
-	if errors.Is(err, ErrGone) {
+	if errors.Is(err, apierr.ErrGone) {
 		return nil // the session is gone, and the command with it
 	}
 	return err

@@ -79,9 +79,11 @@ func benchLogStream(b *testing.B, read func() int) {
 func BenchmarkLogStream(b *testing.B) {
 	_, _, sb := benchServer(b)
 	ctx := context.Background()
-	cmd := &command.Cmd{Name: "lines", Args: []string{strconv.Itoa(benchLines)}, Stdout: io.Discard, CaptureLimit: -1}
+	cmd := sb.Command("lines", strconv.Itoa(benchLines))
+	cmd.Stdout = io.Discard
+	cmd.CaptureLimit = -1
 	benchLogStream(b, func() int {
-		res, err := sb.Run(ctx, cmd)
+		res, err := cmd.Run(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -148,12 +150,12 @@ func benchRawLogStream(b *testing.B, read func(io.Reader) int) {
 func BenchmarkRunTrue(b *testing.B) {
 	cs := countedSandbox(b)
 	ctx := context.Background()
-	cmd := &command.Cmd{Name: "true"}
+	cmd := cs.sb.Command("true")
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := benchdata.CPUTime()
 	for i := 0; i < b.N; i++ {
-		if _, err := cs.sb.Run(ctx, cmd); err != nil {
+		if _, err := cmd.Run(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

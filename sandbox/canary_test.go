@@ -26,7 +26,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sbx-go/vercel-sandbox/auth"
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
@@ -125,7 +124,7 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 	// Successful calls, so that both logs have lines.
 	sb, err := c.Create(ctx, sandbox.CreateParams{Name: "canary"})
 	require.NoError(t, err)
-	out, err := sb.Output(ctx, &command.Cmd{Name: "echo", Args: []string{"hello"}})
+	out, err := sb.Command("echo", "hello").Output(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "hello\n", string(out))
 	require.NoError(t, sb.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("a.txt", []byte("a"))}, files.WriteParams{}))
@@ -149,7 +148,7 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 	check("malformed answer", err)
 	errs = append(errs, fmt.Errorf("excerpt %s", de.Excerpt))
 	fault.Store("cut")
-	_, err = sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"cut"}})
+	_, err = sb.Command("echo", "cut").Run(ctx)
 	assert.ErrorIs(t, err, sandbox.ErrStreamEnded)
 	check("cut stream", err)
 	fault.Store("")

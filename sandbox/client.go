@@ -9,8 +9,8 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/auth/vercelcli"
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
 )
 
@@ -102,10 +102,11 @@ type RoundTripFunc = httpcore.RoundTripFunc
 // create one with NewClient and share it. The zero Client is not usable.
 //
 // A method's name says which key it takes: Get, Resume, Update, Stop,
-// Delete and Fork take a sandbox name; the methods named for a session
-// (GetSession, StopSession, ExtendSessionTimeout, SetSessionNetworkPolicy,
-// SnapshotSession, OpenSessionInteractive) take a session id; those named
-// for a snapshot a snapshot id, and those named for a drive a drive name.
+// Delete, Fork and Health take a sandbox name; the methods named for a
+// session (GetSession, StopSession, ExtendSessionTimeout,
+// SetSessionNetworkPolicy, SnapshotSession, OpenSessionInteractive) take a
+// session id; those named for a snapshot a snapshot id, and those named for
+// a drive a drive name.
 type Client struct {
 	core       *httpcore.Client
 	autoResume bool
@@ -277,14 +278,14 @@ func WithOnResume(f func(ResumeEvent)) Option { return func(c *config) { c.onRes
 
 // ReattachPolicy configures how commands outlive cut streams; see
 // WithReattachPolicy.
-type ReattachPolicy = command.ReattachPolicy
+type ReattachPolicy = conn.ReattachPolicy
 
 // ReattachEvent describes a re-attachment to a command about to happen.
-type ReattachEvent = command.ReattachEvent
+type ReattachEvent = conn.ReattachEvent
 
 // WithReattachPolicy configures re-attachment to a command whose stream
 // was cut before it proved the command finished (hosted Vercel's edge
-// cuts streams after about six minutes). By default every Run, Output,
+// cuts streams after about six minutes). By default every command run,
 // Handle.Wait, Handle.Logs and Handle.Output re-attaches, without running
 // the command again, and delivers each output byte once; re-attachments
 // are logged and reported to OnReattach.

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
@@ -60,7 +59,7 @@ func TestAttachedRunsReuseConnectionsLocal(t *testing.T) {
 	t.Parallel()
 	cs := countedSandbox(t)
 	for range 100 {
-		res, err := cs.sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"hi"}})
+		res, err := cs.sb.Command("echo", "hi").Run(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, "hi\n", string(res.Stdout))
 	}

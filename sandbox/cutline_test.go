@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -36,11 +35,11 @@ func TestFaultResetInsideLineReattaches(t *testing.T) {
 	require.NoError(t, err)
 
 	var out bytes.Buffer
-	cmd := &command.Cmd{Name: "job"}
+	cmd := sb.Command("job")
 	cmd.Stdout = &out
-	res, err := sb.Run(t.Context(), cmd)
+	res, err := cmd.Run(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, 0, res.ExitCode)
+	assert.Equal(t, 0, res.ExitCode())
 	assert.Equal(t, "first\nsecond line\nlast\n", out.String(), "every byte once: the broken line comes whole from the replay")
 	assert.Equal(t, 1, e.srv.CommandCount(), "not run again")
 	assert.NotEmpty(t, requests(e.srv, "GET", "/logs"), "followed through the logs")

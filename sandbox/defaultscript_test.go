@@ -24,14 +24,14 @@ func TestDefaultScriptExecutor(t *testing.T) {
 	sb, err := srv.Client().Create(ctx, sandbox.CreateParams{})
 	require.NoError(t, err)
 
-	out, err := sb.Output(ctx, &command.Cmd{Name: "greet"})
+	out, err := sb.Command("greet").Output(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "hello\n", string(out))
 
-	_, err = sb.Output(ctx, &command.Cmd{Name: "unknown"})
+	_, err = sb.Command("unknown").Output(ctx)
 	var ee *command.ExitError
 	require.True(t, errors.As(err, &ee))
-	assert.Equal(t, 127, ee.ExitCode)
+	assert.Equal(t, 127, ee.ExitCode())
 	assert.Len(t, srv.Script().Unmatched(), 1)
 
 	other := sandboxtest.NewServer(t, local.WithExecutor(hostexec.New()))

@@ -22,7 +22,7 @@ func TestStartWaitOutput(t *testing.T) {
 	e.handle("job", sandboxtest.Steps{}.Stdout("out 1\n").Stderr("err 1\n").Await(gate).Stdout("out 2\n").Exit(4))
 	sb := e.create("detached")
 
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "job", Args: []string{"--fast"}})
+	h, err := sb.Command("job", "--fast").Start(t.Context())
 	require.NoError(t, err)
 	assert.NotEmpty(t, h.ID())
 	assert.Equal(t, sb.SessionID(), h.SessionID())
@@ -37,16 +37,16 @@ func TestStartWaitOutput(t *testing.T) {
 	res, err := h.Wait(t.Context())
 	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 4, ee.ExitCode)
-	assert.Equal(t, 4, res.ExitCode)
+	assert.Equal(t, 4, ee.ExitCode())
+	assert.Equal(t, 4, res.ExitCode())
 	assert.Equal(t, h.ID(), res.CommandID)
-	require.Len(t, requests(e.srv, http.MethodGet, "/cmd/"+h.ID()), 2)
-	assert.Equal(t, "true", requests(e.srv, http.MethodGet, "/cmd/"+h.ID())[1].Query.Get("wait"))
+	assert.Equal(t, "out 1\nout 2\n", string(res.Stdout), "Wait captures the output, as Run does")
+	assert.Equal(t, "err 1\n", string(res.Stderr))
 
-	stdout, stderr, err := h.Output(t.Context())
-	require.NoError(t, err)
+	stdout, err := h.Output(t.Context())
+	require.ErrorAs(t, err, &ee, "Output reports the exit code, as Cmd.Output does")
 	assert.Equal(t, "out 1\nout 2\n", string(stdout))
-	assert.Equal(t, "err 1\n", string(stderr))
+	assert.Equal(t, "err 1\n", string(ee.Stderr))
 	assert.Equal(t, 1, e.srv.CommandCount())
 }
 
@@ -55,7 +55,7 @@ func TestLogsReplayFromTheStart(t *testing.T) {
 	e := newEnv(t)
 	e.handle("job", sandboxtest.Steps{}.Stdout("a").Stderr("b").Stdout("c"))
 	sb := e.create("logs")
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "job"})
+	h, err := sb.Command("job").Start(t.Context())
 	require.NoError(t, err)
 	_, err = h.Wait(t.Context())
 	require.NoError(t, err)
@@ -81,7 +81,7 @@ func TestLogsFollowARunningCommand(t *testing.T) {
 	gate := make(chan struct{})
 	e.handle("job", sandboxtest.Steps{}.Stdout("early\n").Await(gate).Stdout("late\n"))
 	sb := e.create("follow")
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "job"})
+	h, err := sb.Command("job").Start(t.Context())
 	require.NoError(t, err)
 
 	var got []string
@@ -101,26 +101,36 @@ func TestLogsFollowARunningCommand(t *testing.T) {
 	assert.Equal(t, "early\nlate\n", out.String())
 }
 
-func TestKillDefaultsToSIGTERM(t *testing.T) {
+// Kill sends SIGKILL; Signal sends the signal it is given.
+func TestKillAndSignal(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.handle("server", sandboxtest.Steps{}.Stdout("up\n").Block())
 	sb := e.create("kill")
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "server"})
-	require.NoError(t, err)
+	for _, tc := range []struct {
+		name   string
+		send   func(h *command.Handle) error
+		signal int
+		code   int
+	}{
+		{"Kill", func(h *command.Handle) error { return h.Kill(t.Context()) }, 9, 137},
+		{"Signal(SIGTERM)", func(h *command.Handle) error { return h.Signal(t.Context(), command.SIGTERM) }, 15, 143},
+	} {
+		h, err := sb.Command("server").Start(t.Context())
+		require.NoError(t, err)
+		require.NoError(t, tc.send(h), tc.name)
+		res, err := h.Wait(t.Context())
+		var ee *command.ExitError
+		require.ErrorAs(t, err, &ee, tc.name)
+		assert.Equal(t, tc.code, res.ExitCode(), "%s: 128 + the signal", tc.name)
+		assert.False(t, res.TimedOut, tc.name)
 
-	require.NoError(t, h.Kill(t.Context(), 0))
-	res, err := h.Wait(t.Context())
-	var ee *command.ExitError
-	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 143, res.ExitCode, "128 + SIGTERM")
-
-	kills := requests(e.srv, http.MethodPost, "/cmd/"+h.ID()+"/kill")
-	require.Len(t, kills, 1)
-	assert.Equal(t, map[string]any{"signal": 15.0}, jsonBody(t, kills[0]))
-	assert.Equal(t, []int{15}, e.srv.Commands()[0].Signals)
-
-	assert.ErrorIs(t, h.Kill(t.Context(), -1), sandbox.ErrInvalidInput)
+		kills := requests(e.srv, http.MethodPost, "/cmd/"+h.ID()+"/kill")
+		require.Len(t, kills, 1, tc.name)
+		assert.Equal(t, map[string]any{"signal": float64(tc.signal)}, jsonBody(t, kills[0]), tc.name)
+		assert.ErrorIs(t, h.Signal(t.Context(), -1), sandbox.ErrInvalidInput)
+		assert.ErrorIs(t, h.Signal(t.Context(), 0), sandbox.ErrInvalidInput, "no default signal")
+	}
 }
 
 func TestReattachFromAnotherClient(t *testing.T) {
@@ -129,7 +139,7 @@ func TestReattachFromAnotherClient(t *testing.T) {
 	gate := make(chan struct{})
 	e.handle("train", sandboxtest.Steps{}.Stdout("epoch 1\n").Await(gate).Stdout("epoch 2\n").Stderr("done\n"))
 	sb := e.create("worker")
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "train"})
+	h, err := sb.Command("train").Start(t.Context())
 	require.NoError(t, err)
 
 	// Stored as text by one process...
@@ -155,11 +165,10 @@ func TestReattachFromAnotherClient(t *testing.T) {
 
 	res, err := h2.Wait(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, 0, res.ExitCode)
-	stdout, stderr, err := h2.Output(t.Context())
+	assert.Equal(t, 0, res.ExitCode())
+	stdout, err := h2.Output(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "epoch 1\nepoch 2\n", string(stdout))
-	assert.Equal(t, "done\n", string(stderr))
 	assert.Equal(t, 1, e.srv.CommandCount(), "no command ran twice")
 	assert.Len(t, requests(e.srv, http.MethodPost, "/cmd"), 1)
 }
@@ -192,12 +201,12 @@ func TestTerminateEscalates(t *testing.T) {
 		want  []int
 	}{{"stubborn", 10 * time.Millisecond, []int{15, 9}}, {"polite", time.Minute, []int{15}}} {
 		name, want := tc.name, tc.want
-		h, err := sb.Start(t.Context(), &command.Cmd{Name: name})
+		h, err := sb.Command(name).Start(t.Context())
 		require.NoError(t, err)
 		require.NoError(t, h.Terminate(t.Context(), tc.grace), name)
 		res, err := h.Wait(t.Context())
 		require.Error(t, err, name)
-		assert.NotZero(t, res.ExitCode, name)
+		assert.NotZero(t, res.ExitCode(), name)
 		for _, c := range e.srv.Commands() {
 			if c.Command.ID == h.ID() {
 				assert.Equal(t, want, c.Signals, name)

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 )
@@ -63,7 +62,7 @@ func TestAutoResumeWaitsForASnapshottingSession(t *testing.T) {
 	_, err := sb.Snapshot(t.Context(), sandbox.SnapshotParams{})
 	require.NoError(t, err)
 
-	out, err := sb.Output(t.Context(), &command.Cmd{Name: "echo", Args: []string{"back"}})
+	out, err := sb.Command("echo", "back").Output(t.Context())
 	require.NoError(t, err, "the call waits for the stop, then resumes")
 	assert.Equal(t, "back\n", string(out))
 	assert.NotEqual(t, old, sb.SessionID(), "a new session")

@@ -120,7 +120,7 @@ func TestRunOutcomeUnknownIsNotResent(t *testing.T) {
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "unsafe"})
 	require.NoError(t, err)
 
-	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"once"}})
+	res, err := sb.Command("echo", "once").Run(t.Context())
 	assert.Nil(t, res)
 	require.ErrorIs(t, err, sandbox.ErrUnknownResult)
 	var ou *sandbox.OutcomeUnknownError
@@ -137,7 +137,7 @@ func TestRunOutcomeUnknownIsNotResent(t *testing.T) {
 	assert.Zero(t, e.srv.CommandCount(), "nothing ran")
 
 	// Start is just as careful.
-	_, err = sb.Start(t.Context(), &command.Cmd{Name: "echo"})
+	_, err = sb.Command("echo").Start(t.Context())
 	require.NoError(t, err, "the proxy fails only the first command")
 	assert.Equal(t, 2, n.get("cmd"))
 	assert.Equal(t, 1, e.srv.CommandCount())
@@ -217,7 +217,9 @@ func TestHostedLimitsCheckedBeforeAnyRequest(t *testing.T) {
 	assert.Empty(t, e.srv.Requests(), "nothing was sent")
 
 	sb := e.create("")
-	_, err = sb.Run(t.Context(), &command.Cmd{Name: "echo", Env: big})
+	cmd := sb.Command("echo")
+	cmd.Env = big
+	_, err = cmd.Run(t.Context())
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	_, err = sb.Snapshot(t.Context(), sandbox.SnapshotParams{Expiration: &hour})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
@@ -256,18 +258,18 @@ func TestExecutableNotFound(t *testing.T) {
 	t.Parallel()
 	e := newLocalEnv(t)
 	sb := e.create("")
-	res, err := sb.Run(t.Context(), &command.Cmd{Name: "no-such-executable-here"})
+	res, err := sb.Command("no-such-executable-here").Run(t.Context())
 	assert.Nil(t, res, "no invented exit code")
-	assert.ErrorIs(t, err, command.ErrExecutableNotFound)
+	assert.ErrorIs(t, err, sandbox.ErrExecutableNotFound)
 	assert.ErrorIs(t, err, sandbox.ErrBadRequest)
-	_, err = sb.Start(t.Context(), &command.Cmd{Name: "no-such-executable-here"})
+	_, err = sb.Command("no-such-executable-here").Start(t.Context())
 	assert.ErrorIs(t, err, sandbox.ErrExecutableNotFound)
 	assert.Zero(t, e.srv.CommandCount(), "nothing ran")
 
 	f := newLocalEnv(t, local.WithFriendly())
-	res, err = f.create("").Run(t.Context(), &command.Cmd{Name: "no-such-executable-here"})
+	res, err = f.create("").Command("no-such-executable-here").Run(t.Context())
 	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 127, res.ExitCode)
+	assert.Equal(t, 127, res.ExitCode())
 	assert.Contains(t, string(res.Stderr), "command not found")
 }

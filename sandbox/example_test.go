@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
@@ -64,7 +63,8 @@ func ExampleClient_Create() {
 	// port 3000 exposed
 }
 
-func ExampleSandbox_Run() {
+// Run a command and stream its output, as os/exec does locally.
+func ExampleSandbox_Command() {
 	script := sandboxtest.NewScript()
 	script.Handle(sandboxtest.MatchName("echo"), sandboxtest.EchoHandler())
 	client, stop := fake(script)
@@ -75,19 +75,21 @@ func ExampleSandbox_Run() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cmd := &command.Cmd{Name: "echo", Args: []string{"hello"}}
+	cmd := sb.Command("echo", "hello")
 	cmd.Stdout = os.Stdout // output is streamed as it arrives
-	res, err := sb.Run(ctx, cmd)
+	res, err := cmd.Run(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("exit code:", res.ExitCode)
+	fmt.Println("exit code:", res.ExitCode())
 	// Output:
 	// hello
 	// exit code: 0
 }
 
-func ExampleSandbox_Start() {
+// Start a command detached, and wait for it: its result holds its output,
+// as that of Run does.
+func ExampleSandbox_Command_start() {
 	script := sandboxtest.NewScript()
 	script.Handle(sandboxtest.MatchName("npm"), sandboxtest.Steps{}.
 		Stdout("building...\n").
@@ -101,7 +103,7 @@ func ExampleSandbox_Start() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := sb.Start(ctx, &command.Cmd{Name: "npm", Args: []string{"run", "build"}})
+	h, err := sb.Command("npm", "run", "build").Start(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -111,12 +113,8 @@ func ExampleSandbox_Start() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	stdout, stderr, err := h.Output(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("exit code:", res.ExitCode)
-	fmt.Printf("stdout: %q\nstderr: %q\n", stdout, stderr)
+	fmt.Println("exit code:", res.ExitCode())
+	fmt.Printf("stdout: %q\nstderr: %q\n", res.Stdout, res.Stderr)
 	// Output:
 	// exit code: 0
 	// stdout: "building...\ndone\n"
@@ -194,7 +192,7 @@ func ExampleSandbox_Health() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := sb.Health(ctx)
+	h, err := sb.Health(ctx, sandbox.HealthParams{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -203,7 +201,7 @@ func ExampleSandbox_Health() {
 	if _, err := sb.Stop(ctx); err != nil {
 		log.Fatal(err)
 	}
-	h, err = sb.Health(ctx)
+	h, err = sb.Health(ctx, sandbox.HealthParams{})
 	if err != nil {
 		log.Fatal(err)
 	}

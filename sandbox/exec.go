@@ -7,55 +7,39 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
 )
 
-// Run runs cmd attached: its output reaches cmd.Stdout and cmd.Stderr as
-// it is produced, and Run returns when the command ends. The result holds
-// the exit code and the captured output. A non-zero exit code gives the
-// result and an *command.ExitError. The command is sent once; it is never
-// re-sent after a failure that may have started it.
-//
-// A run that ends before its command does (ctx ends, InactivityTimeout
-// fires, a cut stream cannot be followed, output cannot be delivered
-// whole) returns, once the command has started, its partial result with
-// the error, as os/exec keeps its buffers: the output captured so far,
-// CommandID and SessionID to reattach with (see Attach), and ExitCode -1,
-// since the exit code is not known.
-func (s *Sandbox) Run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
-	return command.Run(ctx, s.conn, cmd)
+// The bridge to package command's unexported constructors, which command
+// sets in its init (see conn.BindCmd).
+var (
+	bindCmd   = conn.BindCmd.(func(*command.Cmd, *conn.Conn, func(*command.Cmd) (string, []string, map[string]string, string)) *command.Cmd)
+	attachCmd = conn.AttachCmd.(func(*conn.Conn, command.Ref) (*command.Handle, error))
+)
+
+// Command returns a command that runs name with args in the sandbox, as
+// exec.Command does locally: set its fields (Dir, Env, Stdout, Timeout…),
+// then call its Run, Output, CombinedOutput or Start. Name is the
+// executable, not a shell line: use Command("sh", "-c", line) for shell
+// syntax. The command runs in the sandbox's current session, which is
+// resumed first when it has stopped (see WithAutoResume).
+func (s *Sandbox) Command(name string, args ...string) *command.Cmd {
+	return bindCmd(&command.Cmd{Name: name, Args: args}, s.conn, nil)
 }
 
-// Output runs cmd attached and returns its captured stdout. A non-zero
-// exit code gives the output and an *command.ExitError; a run that ends
-// early (see Run) gives the stdout captured so far with its error.
-func (s *Sandbox) Output(ctx context.Context, cmd *command.Cmd) ([]byte, error) {
-	return command.Output(ctx, s.conn, cmd)
-}
-
-// CombinedOutput runs cmd attached and returns stdout and stderr
-// interleaved as they arrived, up to the capture limit. A run that ends
-// early (see Run) gives the output captured so far with its error.
-func (s *Sandbox) CombinedOutput(ctx context.Context, cmd *command.Cmd) ([]byte, error) {
-	return command.CombinedOutput(ctx, s.conn, cmd)
-}
-
-// Start starts cmd detached and returns at once with a handle to wait on,
-// kill or read the logs of. cmd.Stdout, cmd.Stderr and InactivityTimeout do
-// not apply; use the handle's CopyOutput or Logs. The command is sent once.
-func (s *Sandbox) Start(ctx context.Context, cmd *command.Cmd) (*command.Handle, error) {
-	return command.Start(ctx, s.conn, cmd)
+// run runs cmd attached in the sandbox, as cmd.Run would had Command made
+// it.
+func (s *Sandbox) run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
+	if cmd == nil {
+		return nil, (*command.Cmd)(nil).Validate()
+	}
+	return bindCmd(cmd, s.conn, nil).Run(ctx)
 }
 
 // Attach returns a handle to a command of this sandbox's current session.
 func (s *Sandbox) Attach(commandID string) (*command.Handle, error) {
-	return command.Attach(s.conn, command.Ref{SandboxName: s.name, SessionID: s.SessionID(), CommandID: commandID})
+	return attachCmd(s.conn, command.Ref{SandboxName: s.name, SessionID: s.SessionID(), CommandID: commandID})
 }
 
 // Attach returns a handle to the command ref names, for example one
 // started by another process and stored as text (see command.ParseRef).
 func (c *Client) Attach(ref command.Ref) (*command.Handle, error) {
-	return command.Attach(&conn.Conn{Core: c.core, SandboxName: ref.SandboxName, Reattach: c.reattach}, ref)
-}
-
-// run runs cmd attached, for the calls of this package that need a command.
-func (s *Sandbox) run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
-	return s.Run(ctx, cmd)
+	return attachCmd(&conn.Conn{Core: c.core, SandboxName: ref.SandboxName, Reattach: c.reattach}, ref)
 }

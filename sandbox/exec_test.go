@@ -36,7 +36,7 @@ func TestRunStreamsOutputInOrderBeforeTheEnd(t *testing.T) {
 	sb := e.create("stream")
 
 	out := newChunks()
-	cmd := &command.Cmd{Name: "build"}
+	cmd := sb.Command("build")
 	cmd.Stdout, cmd.Stderr = out.writer("stdout"), out.writer("stderr")
 	type result struct {
 		res *command.Result
@@ -44,7 +44,7 @@ func TestRunStreamsOutputInOrderBeforeTheEnd(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		res, err := sb.Run(t.Context(), cmd)
+		res, err := cmd.Run(t.Context())
 		done <- result{res, err}
 	}()
 
@@ -68,7 +68,7 @@ func TestRunStreamsOutputInOrderBeforeTheEnd(t *testing.T) {
 	assert.Empty(t, cmp.Diff(want, out.all(), cmp.AllowUnexported(chunk{})))
 
 	res := r.res
-	assert.Equal(t, 0, res.ExitCode)
+	assert.Equal(t, 0, res.ExitCode())
 	assert.True(t, res.Success())
 	assert.Equal(t, "first\nsecond\nthird\n", string(res.Stdout))
 	assert.Equal(t, "warning\n", string(res.Stderr))
@@ -90,10 +90,10 @@ func TestRunCaptureLimit(t *testing.T) {
 	sb := e.create("cap")
 
 	var seen bytes.Buffer
-	cmd := &command.Cmd{Name: "noisy"}
+	cmd := sb.Command("noisy")
 	cmd.CaptureLimit = 10
 	cmd.Stdout = &seen
-	res, err := sb.Run(t.Context(), cmd)
+	res, err := cmd.Run(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, hundred[:10], string(res.Stdout))
 	assert.Equal(t, int64(100), res.StdoutBytes, "all output is counted")
@@ -103,8 +103,9 @@ func TestRunCaptureLimit(t *testing.T) {
 	assert.False(t, res.StderrTruncated)
 	assert.Equal(t, hundred, seen.String(), "the writer gets everything")
 
+	cmd = sb.Command("noisy") // a Cmd runs once
 	cmd.CaptureLimit = -1
-	res, err = sb.Run(t.Context(), cmd)
+	res, err = cmd.Run(t.Context())
 	require.NoError(t, err)
 	assert.Empty(t, res.Stdout)
 	assert.Equal(t, int64(100), res.StdoutBytes)
@@ -117,21 +118,21 @@ func TestRunNonZeroExit(t *testing.T) {
 	e.handle("fail", sandboxtest.Reply{Stdout: "partial\n", Stderr: "step 1\nboom: disk full\n", ExitCode: 3})
 	sb := e.create("exit")
 
-	res, err := sb.Run(t.Context(), &command.Cmd{Name: "fail"})
+	res, err := sb.Command("fail").Run(t.Context())
 	require.Error(t, err)
 	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 3, ee.ExitCode)
+	assert.Equal(t, 3, ee.ExitCode())
 	assert.Same(t, res, ee.Result, "the result comes with the error")
 	assert.Equal(t, "partial\n", string(res.Stdout))
 	assert.Contains(t, err.Error(), "boom: disk full")
 	assert.False(t, res.Success())
 
-	out, err := sb.Output(t.Context(), &command.Cmd{Name: "fail"})
+	out, err := sb.Command("fail").Output(t.Context())
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, "partial\n", string(out))
 
-	both, err := sb.CombinedOutput(t.Context(), &command.Cmd{Name: "fail"})
+	both, err := sb.Command("fail").CombinedOutput(t.Context())
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, "partial\nstep 1\nboom: disk full\n", string(both))
 }
@@ -166,9 +167,9 @@ func TestRunTenMiBLine(t *testing.T) {
 	sb := e.create("big")
 
 	w := &countingWriter{h: sha256.New()}
-	cmd := &command.Cmd{Name: "big"}
+	cmd := sb.Command("big")
 	cmd.Stdout = w
-	res, err := sb.Run(t.Context(), cmd)
+	res, err := cmd.Run(t.Context())
 	require.NoError(t, err)
 	total := 0
 	for _, n := range w.writes {
@@ -187,24 +188,34 @@ func TestRunValidatesBeforeSending(t *testing.T) {
 	e := newEnv(t)
 	sb := e.create("valid")
 	before := len(e.srv.Requests())
+	echo := func(set func(c *command.Cmd)) *command.Cmd {
+		c := sb.Command("echo")
+		set(c)
+		return c
+	}
 	cases := map[string]*command.Cmd{
 		"nil":              nil,
-		"empty name":       {Name: ""},
-		"blank name":       {Name: "  "},
-		"NUL in arg":       {Name: "echo", Args: []string{"a\x00b"}},
-		"NUL in env":       {Name: "echo", Env: map[string]string{"K": "a\x00"}},
-		"bad env name":     {Name: "echo", Env: map[string]string{"A=B": "x"}},
-		"negative timeout": {Name: "echo", Timeout: -time.Second},
-		"timeout 50ms":     {Name: "echo", Timeout: 50 * time.Millisecond},
-		"negative idle":    {Name: "echo", InactivityTimeout: -time.Second},
+		"not from Command": {Name: "echo"},
+		"empty name":       sb.Command(""),
+		"blank name":       sb.Command("  "),
+		"NUL in arg":       sb.Command("echo", "a\x00b"),
+		"NUL in env":       echo(func(c *command.Cmd) { c.Env = map[string]string{"K": "a\x00"} }),
+		"bad env name":     echo(func(c *command.Cmd) { c.Env = map[string]string{"A=B": "x"} }),
+		"negative timeout": echo(func(c *command.Cmd) { c.Timeout = -time.Second }),
+		"timeout 50ms":     echo(func(c *command.Cmd) { c.Timeout = 50 * time.Millisecond }),
+		"negative idle":    echo(func(c *command.Cmd) { c.InactivityTimeout = -time.Second }),
 	}
 	for name, cmd := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := sb.Run(t.Context(), cmd)
+			_, err := cmd.Run(t.Context())
 			var ie *sandbox.InputError
 			require.ErrorAs(t, err, &ie)
-			_, err = sb.Start(t.Context(), cmd)
+			_, err = cmd.Output(t.Context())
 			require.ErrorAs(t, err, &ie)
+			_, err = cmd.CombinedOutput(t.Context())
+			require.ErrorAs(t, err, &ie)
+			_, err = cmd.Start(t.Context())
+			require.ErrorAs(t, err, &ie, "a refused command can be mended and run")
 		})
 	}
 	assert.Len(t, e.srv.Requests(), before, "nothing was sent")
@@ -217,13 +228,16 @@ func TestRunRequestBody(t *testing.T) {
 	e.handle("node", sandboxtest.Reply{})
 	sb := e.create("body")
 
-	cmd := &command.Cmd{Name: "node", Args: []string{"app.js", "--port", "3000"}, Env: map[string]string{"NODE_ENV": "test"},
-		Sudo: true, Timeout: 1500 * time.Millisecond, Dir: "/srv/app"}
-	_, err := sb.Run(t.Context(), cmd)
+	cmd := sb.Command("node", "app.js", "--port", "3000")
+	cmd.Env = map[string]string{"NODE_ENV": "test"}
+	cmd.Sudo = true
+	cmd.Timeout = 1500 * time.Millisecond
+	cmd.Dir = "/srv/app"
+	_, err := cmd.Run(t.Context())
 	require.NoError(t, err)
-	_, err = sb.Run(t.Context(), &command.Cmd{Name: "node"})
+	_, err = sb.Command("node").Run(t.Context())
 	require.NoError(t, err)
-	_, err = sb.Start(t.Context(), &command.Cmd{Name: "node"})
+	_, err = sb.Command("node").Start(t.Context())
 	require.NoError(t, err)
 
 	reqs := requests(e.srv, http.MethodPost, "/cmd")
@@ -252,9 +266,9 @@ func TestRunInactivityTimeout(t *testing.T) {
 	e.handle("agent", sandboxtest.Steps{}.Stdout("thinking\n").Block())
 	sb := e.create("idle")
 
-	cmd := &command.Cmd{Name: "agent"}
+	cmd := sb.Command("agent")
 	cmd.InactivityTimeout = 500 * time.Millisecond
-	res, err := sb.Run(ctxTimeout(t, 30*time.Second), cmd)
+	res, err := cmd.Run(ctxTimeout(t, 30*time.Second))
 	require.ErrorIs(t, err, command.ErrInactivity)
 	var ie *command.InactivityError
 	require.ErrorAs(t, err, &ie)
@@ -274,7 +288,7 @@ func TestRunInactivityTimeout(t *testing.T) {
 	assert.Equal(t, 137, *e.srv.Commands()[0].Command.ExitCode)
 }
 
-func TestRunKillOnCancel(t *testing.T) {
+func TestRunCancelKillsByDefault(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.handle("serve", sandboxtest.Steps{}.Stdout("listening\n").Block())
@@ -283,17 +297,16 @@ func TestRunKillOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	out := newChunks()
-	cmd := &command.Cmd{Name: "serve"}
-	cmd.KillOnCancel = true
+	cmd := sb.Command("serve")
 	cmd.Stdout = out.writer("stdout")
 	go func() {
 		<-out.first
 		cancel()
 	}()
-	res, err := sb.Run(ctx, cmd)
+	res, err := cmd.Run(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 	require.NotNil(t, res, "the output so far travels with the error")
-	assert.Equal(t, -1, res.ExitCode, "no invented exit code")
+	assert.Equal(t, -1, res.ExitCode(), "no invented exit code")
 	assert.Equal(t, "listening\n", string(res.Stdout))
 
 	cmds := e.srv.Commands()
@@ -306,7 +319,7 @@ func TestRunKillOnCancel(t *testing.T) {
 	assert.Equal(t, 137, *got.Command.ExitCode)
 }
 
-func TestRunCancelWithoutKillLeavesCommandRunning(t *testing.T) {
+func TestRunCancelWithDetachOnCancelLeavesCommandRunning(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.handle("serve", sandboxtest.Steps{}.Stdout("listening\n").Block())
@@ -315,13 +328,14 @@ func TestRunCancelWithoutKillLeavesCommandRunning(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	out := newChunks()
-	cmd := &command.Cmd{Name: "serve"}
+	cmd := sb.Command("serve")
+	cmd.DetachOnCancel = true
 	cmd.Stdout = out.writer("stdout")
 	go func() {
 		<-out.first
 		cancel()
 	}()
-	_, err := sb.Run(ctx, cmd)
+	_, err := cmd.Run(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 
 	id := e.srv.Commands()[0].Command.ID
@@ -335,21 +349,21 @@ func TestRunCancelWithoutKillLeavesCommandRunning(t *testing.T) {
 	assert.Empty(t, requests(e.srv, http.MethodPost, "/kill"))
 
 	// It can still be killed through a handle.
-	require.NoError(t, h.Kill(t.Context(), command.SIGKILL))
+	require.NoError(t, h.Kill(t.Context()))
 	_, err = h.Wait(t.Context())
 	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 137, ee.ExitCode)
+	assert.Equal(t, 137, ee.ExitCode())
 }
 
 func TestRunWriterErrorStopsTheRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("werr")
-	cmd := &command.Cmd{Name: "echo", Args: []string{"x"}}
+	cmd := sb.Command("echo", "x")
 	boom := errors.New("disk full")
 	cmd.Stdout = failingWriter{boom}
-	_, err := sb.Run(t.Context(), cmd)
+	_, err := cmd.Run(t.Context())
 	assert.ErrorIs(t, err, boom)
 }
 
@@ -362,12 +376,12 @@ func TestRunPerCommandTimeout(t *testing.T) {
 	e := newEnv(t)
 	e.handle("hang", sandboxtest.Steps{}.Block())
 	sb := e.create("tmo")
-	cmd := &command.Cmd{Name: "hang"}
+	cmd := sb.Command("hang")
 	cmd.Timeout = 100 * time.Millisecond
-	res, err := sb.Run(t.Context(), cmd)
+	res, err := cmd.Run(t.Context())
 	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 137, res.ExitCode, "SIGKILL inside the sandbox")
+	assert.Equal(t, 137, res.ExitCode(), "SIGKILL inside the sandbox")
 	assert.True(t, e.srv.Commands()[0].TimedOut)
 }
 
@@ -384,26 +398,26 @@ func TestStreamsNotCutByClientTimeout(t *testing.T) {
 	require.NoError(t, err)
 
 	out := newChunks()
-	cmd := &command.Cmd{Name: "slow"}
+	cmd := sb.Command("slow")
 	cmd.Stdout = out.writer("stdout")
 	go func() {
 		<-out.first
 		time.Sleep(3 * limit)
 		close(gate)
 	}()
-	res, err := sb.Run(t.Context(), cmd)
+	res, err := cmd.Run(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "started\nfinished\n", string(res.Stdout))
 
 	gate2 := make(chan struct{})
 	e.script.Override(sandboxtest.MatchName("slow"), sandboxtest.Steps{}.Await(gate2).Exit(5))
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "slow"})
+	h, err := sb.Command("slow").Start(t.Context())
 	require.NoError(t, err)
 	time.AfterFunc(3*limit, func() { close(gate2) })
 	res, err = h.Wait(t.Context())
 	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 5, res.ExitCode)
+	assert.Equal(t, 5, res.ExitCode())
 }
 
 func TestWaitHonorsContext(t *testing.T) {
@@ -411,13 +425,15 @@ func TestWaitHonorsContext(t *testing.T) {
 	e := newEnv(t)
 	e.handle("forever", sandboxtest.Steps{}.Block())
 	sb := e.create("wait")
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "forever"})
+	cmd := sb.Command("forever")
+	cmd.DetachOnCancel = true
+	h, err := cmd.Start(t.Context())
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	res, err := h.Wait(ctx)
-	assert.Nil(t, res)
+	assert.Equal(t, -1, res.ExitCode(), "no invented exit code")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.NotErrorIs(t, err, sandbox.ErrUnknownResult, "a wait is safe to repeat")
 
@@ -432,9 +448,9 @@ func TestEnvIsLayered(t *testing.T) {
 	e.handle("env", sandboxtest.EnvHandler())
 	sb, err := e.c.Create(t.Context(), sandbox.CreateParams{Env: map[string]string{"A": "sandbox", "B": "sandbox"}})
 	require.NoError(t, err)
-	cmd := &command.Cmd{Name: "env"}
+	cmd := sb.Command("env")
 	cmd.Env = map[string]string{"B": "command", "C": "command"}
-	out, err := sb.Output(t.Context(), cmd)
+	out, err := cmd.Output(t.Context())
 	require.NoError(t, err)
 	assert.Contains(t, string(out), "A=sandbox\n")
 	assert.Contains(t, string(out), "B=command\n")

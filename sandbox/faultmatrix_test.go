@@ -72,7 +72,7 @@ func TestFaultRunCommand500IsNotResent(t *testing.T) {
 			sb := e.create("")
 			e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Status: 500, Times: 1, AfterHandler: after})
 
-			res, err := sb.Run(t.Context(), &command.Cmd{Name: "job"})
+			res, err := sb.Command("job").Run(t.Context())
 			assert.Nil(t, res, "no invented result")
 			var ou *sandbox.OutcomeUnknownError
 			require.ErrorAs(t, err, &ou)
@@ -91,7 +91,7 @@ func TestFaultRunCommand500IsNotResent(t *testing.T) {
 
 			// Start (detached) is just as careful.
 			e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Status: 502, Times: 1, AfterHandler: after})
-			_, err = sb.Start(t.Context(), &command.Cmd{Name: "job"})
+			_, err = sb.Command("job").Start(t.Context())
 			require.ErrorAs(t, err, &ou)
 			assert.Len(t, requests(e.srv, "POST", "/cmd"), 2)
 			assert.Equal(t, 2*want, e.srv.CommandCount())
@@ -120,7 +120,7 @@ func TestFaultResetBeforeAnswer(t *testing.T) {
 			e.handle("job", jobSteps)
 			sb := e.create("")
 			e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Reset: fault.ResetBeforeHeaders, Times: 1, AfterHandler: after})
-			res, err := sb.Run(t.Context(), &command.Cmd{Name: "job"})
+			res, err := sb.Command("job").Run(t.Context())
 			assert.Nil(t, res)
 			var ou *sandbox.OutcomeUnknownError
 			require.ErrorAs(t, err, &ou, "a reset leaves the outcome open")
@@ -176,11 +176,11 @@ func TestFaultResetMidStreamReattaches(t *testing.T) {
 	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Reset: fault.ResetAfterHeaders, AfterFrames: 3})
 
 	var out bytes.Buffer
-	cmd := &command.Cmd{Name: "job"}
+	cmd := sb.Command("job")
 	cmd.Stdout = &out
-	res, err := sb.Run(t.Context(), cmd)
+	res, err := cmd.Run(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, 0, res.ExitCode, "the real exit code, read after re-attaching")
+	assert.Equal(t, 0, res.ExitCode(), "the real exit code, read after re-attaching")
 	assert.Equal(t, "one\ntwo\nthree\n", out.String(), "every byte once: the replay skips what arrived")
 	assert.Equal(t, "one\ntwo\nthree\n", string(res.Stdout))
 	assert.Equal(t, 1, e.srv.CommandCount(), "a broken stream is never re-run")
@@ -200,11 +200,11 @@ func TestFaultResetMidStreamWithoutReattach(t *testing.T) {
 	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Reset: fault.ResetAfterHeaders, AfterFrames: 3})
 
 	var out bytes.Buffer
-	cmd := &command.Cmd{Name: "job"}
+	cmd := sb.Command("job")
 	cmd.Stdout = &out
-	res, err := sb.Run(t.Context(), cmd)
+	res, err := cmd.Run(t.Context())
 	require.NotNil(t, res, "the output so far travels with the error")
-	assert.Equal(t, -1, res.ExitCode, "no invented exit code")
+	assert.Equal(t, -1, res.ExitCode(), "no invented exit code")
 	assert.Equal(t, "one\ntwo\n", string(res.Stdout))
 	var se *sandbox.StreamError
 	require.ErrorAs(t, err, &se)
@@ -219,7 +219,7 @@ func TestFaultResetMidStreamWithoutReattach(t *testing.T) {
 	// Nothing is lost: the logs replay the whole output.
 	h, err := sb.Attach(se.CommandID)
 	require.NoError(t, err)
-	stdout, _, err := h.Output(t.Context())
+	stdout, err := h.Output(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "one\ntwo\nthree\n", string(stdout))
 }
@@ -233,11 +233,11 @@ func TestFaultStreamCutBeforeFinalFrame(t *testing.T) {
 	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Cut: true, AfterFrames: 4})
 
 	var out bytes.Buffer
-	cmd := &command.Cmd{Name: "job"}
+	cmd := sb.Command("job")
 	cmd.Stdout = &out
-	res, err := sb.Run(t.Context(), cmd)
+	res, err := cmd.Run(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, 0, res.ExitCode)
+	assert.Equal(t, 0, res.ExitCode())
 	assert.Equal(t, "one\ntwo\nthree\n", out.String(), "nothing delivered twice")
 	assert.Equal(t, 1, e.srv.CommandCount())
 	assert.Len(t, requests(e.srv, "POST", "/cmd"), 1)
@@ -250,7 +250,7 @@ func TestFaultLogStreamCutWhileRunning(t *testing.T) {
 	release := make(chan struct{})
 	e.handle("job", sandboxtest.Steps{}.Stdout("a\n").Stdout("b\n").Await(release).Stdout("c\n").Exit(0))
 	sb := e.create("")
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "job"})
+	h, err := sb.Command("job").Start(t.Context())
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		out, _, _ := e.srv.Output(h.ID())
@@ -270,7 +270,7 @@ func TestFaultLogStreamCutWhileRunning(t *testing.T) {
 	assert.Len(t, requests(e.srv, "GET", "/logs"), 3, "re-attached once, then a reading that confirms the output complete")
 	r, err := h.Wait(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, 0, r.ExitCode)
+	assert.Equal(t, 0, r.ExitCode())
 	assert.Equal(t, 1, e.srv.CommandCount())
 }
 
@@ -284,11 +284,11 @@ func TestFaultStalledBodyFiresInactivityTimeout(t *testing.T) {
 	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Stall: time.Hour, AfterFrames: 2})
 
 	var out bytes.Buffer
-	cmd := &command.Cmd{Name: "job"}
+	cmd := sb.Command("job")
 	cmd.Stdout = &out
 	cmd.InactivityTimeout = 300 * time.Millisecond
 	start := time.Now()
-	res, err := sb.Run(t.Context(), cmd)
+	res, err := cmd.Run(t.Context())
 	assert.Less(t, time.Since(start), 10*time.Second)
 	require.ErrorIs(t, err, command.ErrInactivity)
 	var ie *command.InactivityError
@@ -297,7 +297,7 @@ func TestFaultStalledBodyFiresInactivityTimeout(t *testing.T) {
 	assert.Equal(t, sb.SessionID(), ie.SessionID)
 	require.NotNil(t, ie.Result)
 	assert.Same(t, ie.Result, res, "the partial result, returned too")
-	assert.Equal(t, -1, res.ExitCode)
+	assert.Equal(t, -1, res.ExitCode())
 	assert.Equal(t, "one\n", string(ie.Result.Stdout))
 	assert.Equal(t, "one\n", out.String())
 	assert.Equal(t, 1, e.srv.CommandCount())
@@ -326,7 +326,7 @@ func TestFaultGoneBeforeCommandStartReplaysOnce(t *testing.T) {
 	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Expire: true, Times: 1})
 
 	// The 410 is a refusal: nothing ran, so the command is sent again, once.
-	out, err := sb.Output(t.Context(), &command.Cmd{Name: "echo", Args: []string{"hi"}})
+	out, err := sb.Command("echo", "hi").Output(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "hi\n", string(out))
 	assert.Equal(t, []int{410, 200}, statuses(e.srv, "POST", "/cmd"))
@@ -341,11 +341,11 @@ func TestFaultGoneDuringStreamIsNotReplayed(t *testing.T) {
 	sb := e.create("")
 	sid := sb.SessionID()
 	ch := newChunks()
-	cmd := &command.Cmd{Name: "job"}
+	cmd := sb.Command("job")
 	cmd.Stdout = ch.writer("stdout")
 	done := make(chan error, 1)
 	go func() {
-		_, err := sb.Run(t.Context(), cmd)
+		_, err := cmd.Run(t.Context())
 		done <- err
 	}()
 	waitFor(t, ch.first, "the first output")
@@ -363,7 +363,7 @@ func TestFaultGoneDuringStreamIsNotReplayed(t *testing.T) {
 	var se *sandbox.StreamError
 	require.True(t, errors.As(err, &ee) || errors.As(err, &se), "%v", err)
 	if ee != nil {
-		assert.NotZero(t, ee.Result.ExitCode)
+		assert.NotZero(t, ee.Result.ExitCode())
 	}
 	assert.Equal(t, 1, e.srv.CommandCount(), "not replayed")
 	assert.Len(t, requests(e.srv, "POST", "/cmd"), 1)
@@ -386,7 +386,7 @@ func TestFaultMalformedJSONIsDecodeError(t *testing.T) {
 	// On a command start, the command ran but its id is lost; the call is
 	// not repeated.
 	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Body: `{"command":{"id":`, AfterHandler: true, Times: 1})
-	_, err = sb.Start(t.Context(), &command.Cmd{Name: "echo", Args: []string{"x"}})
+	_, err = sb.Command("echo", "x").Start(t.Context())
 	require.ErrorIs(t, err, sandbox.ErrDecode)
 	assert.Equal(t, 1, e.srv.CommandCount())
 	assert.Len(t, requests(e.srv, "POST", "/cmd"), 1)
@@ -403,10 +403,10 @@ func TestFaultTenMiBLineDeliveredWhole(t *testing.T) {
 	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Stall: 50 * time.Millisecond, AfterFrames: 2, Times: 1})
 
 	var out bytes.Buffer
-	cmd := &command.Cmd{Name: "big"}
+	cmd := sb.Command("big")
 	cmd.Stdout = &out
 	cmd.CaptureLimit = -1
-	_, err := sb.Run(t.Context(), cmd)
+	_, err := cmd.Run(t.Context())
 	require.NoError(t, err)
 	want := append(append([]byte("before\n"), line...), "after\n"...)
 	require.Equal(t, len(want), out.Len())
@@ -454,7 +454,7 @@ func TestFaultTokenExpiresDuringLongRun(t *testing.T) {
 	c := e.srv.Client(sandbox.WithCredentials(provider), sandbox.WithMiddleware(record))
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{})
 	require.NoError(t, err)
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "train"})
+	h, err := sb.Command("train").Start(t.Context())
 	require.NoError(t, err)
 
 	// An hour passes: the token the run started with has expired.
@@ -462,8 +462,8 @@ func TestFaultTokenExpiresDuringLongRun(t *testing.T) {
 	close(release)
 	res, err := h.Wait(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, 0, res.ExitCode)
-	stdout, _, err := h.Output(t.Context())
+	assert.Equal(t, 0, res.ExitCode())
+	stdout, err := h.Output(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "epoch 1\nepoch 2\n", string(stdout))
 
@@ -523,7 +523,7 @@ func TestFaultCancelAtEveryPhase(t *testing.T) {
 		before := len(e.srv.Requests())
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		_, err := sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"x"}})
+		_, err := sb.Command("echo", "x").Run(ctx)
 		require.ErrorIs(t, err, context.Canceled)
 		assert.Len(t, e.srv.Requests(), before, "nothing was sent")
 		assert.Zero(t, e.srv.CommandCount())
@@ -564,12 +564,12 @@ func TestFaultCancelAtEveryPhase(t *testing.T) {
 		e.handle("job", sandboxtest.Steps{}.Stdout("tick\n").Block())
 		sb := e.create("")
 		ch := newChunks()
-		cmd := &command.Cmd{Name: "job"}
+		cmd := sb.Command("job")
 		cmd.Stdout = ch.writer("stdout")
 		err := cancelWithin(t, -1, func(ctx context.Context) error {
 			ctx, cancel := context.WithCancel(ctx)
 			go func() { <-ch.first; cancel() }()
-			_, err := sb.Run(ctx, cmd)
+			_, err := cmd.Run(ctx)
 			cancel()
 			return err
 		})
@@ -582,7 +582,7 @@ func TestFaultCancelAtEveryPhase(t *testing.T) {
 		e := newEnv(t)
 		e.handle("job", sandboxtest.Steps{}.Block())
 		sb := e.create("")
-		h, err := sb.Start(t.Context(), &command.Cmd{Name: "job"})
+		h, err := sb.Command("job").Start(t.Context())
 		require.NoError(t, err)
 		err = cancelWithin(t, 100*time.Millisecond, func(ctx context.Context) error {
 			_, err := h.Wait(ctx)
@@ -637,7 +637,7 @@ func TestFaultStreamCutCleanlyNearTheEnd(t *testing.T) {
 			return out.String(), err
 		})},
 		{"Output", detachedNumbered(func(ctx context.Context, h *command.Handle) (string, error) {
-			out, _, err := h.Output(ctx)
+			out, err := h.Output(ctx)
 			return string(out), err
 		})},
 	}
@@ -700,9 +700,9 @@ func numberedSteps(release <-chan struct{}) sandboxtest.Steps {
 // runNumbered runs the numbered command attached.
 func runNumbered(ctx context.Context, e *env, sb *sandbox.Sandbox, _ bool) (string, error) {
 	var out bytes.Buffer
-	cmd := &command.Cmd{Name: "count"}
+	cmd := sb.Command("count")
 	cmd.Stdout = &out
-	res, err := sb.Run(ctx, cmd)
+	res, err := cmd.Run(ctx)
 	if err == nil && string(res.Stdout) != out.String() {
 		return "", fmt.Errorf("captured %q, written %q", res.Stdout, out.String())
 	}
@@ -714,7 +714,7 @@ func runNumbered(ctx context.Context, e *env, sb *sandbox.Sandbox, _ bool) (stri
 // Client.Attach.
 func detachedNumbered(read func(context.Context, *command.Handle) (string, error)) func(context.Context, *env, *sandbox.Sandbox, bool) (string, error) {
 	return func(ctx context.Context, e *env, sb *sandbox.Sandbox, attach bool) (string, error) {
-		h, err := sb.Start(ctx, &command.Cmd{Name: "count"})
+		h, err := sb.Command("count").Start(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -815,7 +815,7 @@ func TestFaultReplayOfFinishedOutputCutCleanly(t *testing.T) {
 			return out.String(), err
 		}},
 		{"Output", func(ctx context.Context, h *command.Handle) (string, error) {
-			out, _, err := h.Output(ctx)
+			out, err := h.Output(ctx)
 			return string(out), err
 		}},
 	}
@@ -831,7 +831,7 @@ func TestFaultReplayOfFinishedOutputCutCleanly(t *testing.T) {
 					close(done)
 					e.handle("count", numberedSteps(done))
 					sb := e.create("")
-					h, err := sb.Start(ctx, &command.Cmd{Name: "count"})
+					h, err := sb.Command("count").Start(ctx)
 					require.NoError(t, err)
 					_, err = h.Wait(ctx)
 					require.NoError(t, err)

@@ -43,14 +43,6 @@ func (s *Sandbox) FS() *FileSystem { return &FileSystem{sb: s} }
 // FS returns the file calls of the sandbox, made as the user.
 func (u *User) FS() *FileSystem { return &FileSystem{sb: u.sb, user: u} }
 
-// run runs cmd as the user; see Sandbox.run.
-func (u *User) run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
-	if err := cmd.Validate(); err != nil {
-		return nil, err
-	}
-	return u.sb.run(ctx, u.asUser(cmd))
-}
-
 // run runs cmd as the file system's user.
 func (f *FileSystem) run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
 	if f.user != nil {

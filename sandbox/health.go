@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/command"
@@ -13,20 +14,15 @@ import (
 // DefaultHealthTimeout bounds a health probe.
 const DefaultHealthTimeout = 5 * time.Second
 
-// HealthOption configures a health probe.
-type HealthOption func(*healthConfig)
-
-type healthConfig struct {
-	timeout time.Duration
-	cmd     *command.Cmd
+// HealthParams configures a health probe. The zero value probes with
+// "true" under DefaultHealthTimeout.
+type HealthParams struct {
+	// Timeout bounds the whole probe; zero means DefaultHealthTimeout.
+	Timeout time.Duration
+	// Command is the probe command's name and arguments; empty means
+	// "true".
+	Command []string
 }
-
-// HealthTimeout bounds the whole probe instead of DefaultHealthTimeout.
-func HealthTimeout(d time.Duration) HealthOption { return func(c *healthConfig) { c.timeout = d } }
-
-// HealthCommand makes the probe run cmd instead of "true"; nil keeps
-// "true".
-func HealthCommand(cmd *command.Cmd) HealthOption { return func(c *healthConfig) { c.cmd = cmd } }
 
 // HealthState is the verdict of a probe.
 type HealthState string
@@ -64,58 +60,72 @@ type Health struct {
 
 // Health probes the current session without resuming it: it runs a
 // trivial command under a short deadline and never blocks past it. It
-// returns a verdict, not an error; only invalid options give an error.
-func (s *Sandbox) Health(ctx context.Context, opts ...HealthOption) (Health, error) {
-	return s.c.probe(ctx, s.SessionID(), s.name, opts)
+// returns a verdict, not an error; only invalid params give an error.
+func (s *Sandbox) Health(ctx context.Context, p HealthParams) (Health, error) {
+	return s.c.probe(ctx, s.SessionID(), s.name, p)
 }
 
-// Health is Sandbox.Health for a sandbox known only by name or session id,
-// such as one stored by another process. Give one of name and sessionID;
-// with a name, the sandbox's current session is probed. It never resumes.
-func (c *Client) Health(ctx context.Context, name, sessionID string, opts ...HealthOption) (Health, error) {
-	if (name == "") == (sessionID == "") {
-		return Health{}, &InputError{Field: "name", Reason: "give exactly one of a sandbox name and a session id"}
-	}
-	if name != "" {
-		if err := ValidateName(name); err != nil {
-			return Health{}, err
-		}
-	} else if err := validateID("sessionID", sessionID); err != nil {
+// Health is Sandbox.Health for a sandbox known only by name, such as one
+// stored by another process: the sandbox's current session is probed. It
+// never resumes.
+func (c *Client) Health(ctx context.Context, name string, p HealthParams) (Health, error) {
+	if err := ValidateName(name); err != nil {
 		return Health{}, err
 	}
-	return c.probe(ctx, sessionID, name, opts)
+	return c.probe(ctx, "", name, p)
 }
 
-func (c *Client) probe(ctx context.Context, sid, name string, opts []HealthOption) (Health, error) {
-	var o healthConfig
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
+// SessionHealth is Sandbox.Health for a session known only by its id. It
+// never resumes.
+func (c *Client) SessionHealth(ctx context.Context, sessionID string, p HealthParams) (Health, error) {
+	if err := validateID("sessionID", sessionID); err != nil {
+		return Health{}, err
 	}
-	if o.timeout < 0 {
-		return Health{}, &InputError{Field: "HealthTimeout", Reason: "negative duration"}
+	return c.probe(ctx, sessionID, "", p)
+}
+
+func (c *Client) probe(ctx context.Context, sid, name string, p HealthParams) (Health, error) {
+	if p.Timeout < 0 {
+		return Health{}, &InputError{Field: "HealthParams.Timeout", Reason: "negative duration"}
 	}
-	if o.timeout == 0 {
-		o.timeout = DefaultHealthTimeout
+	timeout := p.Timeout
+	if timeout == 0 {
+		timeout = DefaultHealthTimeout
 	}
-	cmd := o.cmd
-	if cmd == nil {
-		cmd = &command.Cmd{Name: "true"}
+	argv := p.Command
+	if len(argv) == 0 {
+		argv = []string{"true"}
 	}
+	// The probe is bounded by its deadline: a probe whose deadline passes
+	// is not waited for any longer, nor killed.
+	cmd := &command.Cmd{Name: argv[0], Args: argv[1:], DetachOnCancel: true}
 	if err := cmd.Validate(); err != nil {
+		var ie *InputError
+		if errors.As(err, &ie) {
+			ie.Field = healthField(ie.Field)
+		}
 		return Health{}, err
 	}
 	began := time.Now()
-	pctx, cancel := context.WithTimeout(ctx, o.timeout)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	h := c.probeOnce(pctx, sid, name, cmd)
 	h.Latency = time.Since(began)
 	if h.State == Unhealthy && ctx.Err() == nil && pctx.Err() != nil {
-		h.Reason = fmt.Sprintf("no answer within %s", o.timeout)
+		h.Reason = fmt.Sprintf("no answer within %s", timeout)
 	}
 	h.ShouldRecreate = h.State != Healthy
 	return h, nil
+}
+
+// healthField names the field of HealthParams behind the field of a Cmd
+// that Validate refused.
+func healthField(f string) string {
+	var i int
+	if _, err := fmt.Sscanf(f, "Cmd.Args[%d]", &i); err == nil {
+		return fmt.Sprintf("HealthParams.Command[%d]", i+1)
+	}
+	return strings.Replace(f, "Cmd.Name", "HealthParams.Command[0]", 1)
 }
 
 func (c *Client) probeOnce(ctx context.Context, sid, name string, cmd *command.Cmd) Health {
@@ -136,15 +146,13 @@ func (c *Client) probeOnce(ctx context.Context, sid, name string, cmd *command.C
 	// The probe runs on the session found, never resuming it.
 	cn := &conn.Conn{Core: c.core, SandboxName: name, Reattach: c.reattach,
 		WithSession: func(_ context.Context, fn func(string) error) error { return fn(sid) }}
-	res, err := command.Run(ctx, cn, cmd)
-	if err != nil {
+	if _, err := bindCmd(cmd, cn, nil).Run(ctx); err != nil {
 		var ee *command.ExitError
 		if errors.As(err, &ee) {
-			return Health{State: Unhealthy, SessionID: sid, Reason: fmt.Sprintf("probe command exited with code %d", ee.ExitCode), Err: err}
+			return Health{State: Unhealthy, SessionID: sid, Reason: fmt.Sprintf("probe command exited with code %d", ee.ExitCode()), Err: err}
 		}
 		return verdict(err, sid)
 	}
-	_ = res
 	return Health{State: Healthy, SessionID: sid}
 }
 

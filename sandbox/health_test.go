@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -16,7 +15,7 @@ func TestHealthHealthy(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("ok")
-	h, err := sb.Health(t.Context())
+	h, err := sb.Health(t.Context(), sandbox.HealthParams{})
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Healthy, h.State, h.Reason)
 	assert.False(t, h.ShouldRecreate)
@@ -37,14 +36,14 @@ func TestHealthAfterStop(t *testing.T) {
 	_, err := sb.Stop(t.Context())
 	require.NoError(t, err)
 
-	h, err := sb.Health(t.Context())
+	h, err := sb.Health(t.Context(), sandbox.HealthParams{})
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Stopped, h.State)
 	assert.True(t, h.ShouldRecreate)
 	assert.Equal(t, sid, h.SessionID)
 
 	// By name, from another client: the sandbox reports a stopped session.
-	h, err = e.srv.Client().Health(t.Context(), "stopped", "")
+	h, err = e.srv.Client().Health(t.Context(), "stopped", sandbox.HealthParams{})
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Stopped, h.State)
 	assert.True(t, h.ShouldRecreate)
@@ -55,22 +54,28 @@ func TestHealthAfterStop(t *testing.T) {
 func TestProbeUnknown(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	h, err := e.c.Health(t.Context(), "nobody", "")
+	h, err := e.c.Health(t.Context(), "nobody", sandbox.HealthParams{})
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.NotFound, h.State)
 	assert.True(t, h.ShouldRecreate)
 	assert.ErrorIs(t, h.Err, sandbox.ErrNotFound)
 
-	h, err = e.c.Health(t.Context(), "", "sbx_nosuchsession")
+	h, err = e.c.SessionHealth(t.Context(), "sbx_nosuchsession", sandbox.HealthParams{})
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.NotFound, h.State)
 
-	_, err = e.c.Health(t.Context(), "", "")
+	_, err = e.c.Health(t.Context(), "", sandbox.HealthParams{})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
-	_, err = e.c.Health(t.Context(), "a", "b")
+	_, err = e.c.SessionHealth(t.Context(), "", sandbox.HealthParams{})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
-	_, err = e.c.Health(t.Context(), "a", "", sandbox.HealthTimeout(-1))
+	_, err = e.c.SessionHealth(t.Context(), "sbx/1", sandbox.HealthParams{})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
+	_, err = e.c.Health(t.Context(), "a", sandbox.HealthParams{Timeout: -1})
+	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
+	_, err = e.c.Health(t.Context(), "a", sandbox.HealthParams{Command: []string{"ls", "\x00"}})
+	var ie *sandbox.InputError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, "HealthParams.Command[1]", ie.Field)
 }
 
 func TestHealthHangingProbe(t *testing.T) {
@@ -80,7 +85,7 @@ func TestHealthHangingProbe(t *testing.T) {
 	sb := e.create("hung")
 
 	const timeout = 200 * time.Millisecond
-	h, err := sb.Health(ctxTimeout(t, time.Minute), sandbox.HealthTimeout(timeout))
+	h, err := sb.Health(ctxTimeout(t, time.Minute), sandbox.HealthParams{Timeout: timeout})
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Unhealthy, h.State)
 	assert.True(t, h.ShouldRecreate)
@@ -95,11 +100,12 @@ func TestHealthFailingProbeCommand(t *testing.T) {
 	e := newEnv(t)
 	e.handle("check", sandboxtest.Reply{Stderr: "db down\n", ExitCode: 2})
 	sb := e.create("failing")
-	h, err := sb.Health(t.Context(), sandbox.HealthCommand(&command.Cmd{Name: "check"}))
+	h, err := sb.Health(t.Context(), sandbox.HealthParams{Command: []string{"check", "--db"}})
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Unhealthy, h.State)
 	assert.Contains(t, h.Reason, "exited with code 2")
 	assert.True(t, h.ShouldRecreate)
+	assert.Equal(t, []string{"--db"}, e.srv.Commands()[0].Command.Args)
 }
 
 func TestProbeBySessionFromAnotherClient(t *testing.T) {
@@ -107,12 +113,12 @@ func TestProbeBySessionFromAnotherClient(t *testing.T) {
 	e := newEnv(t)
 	sb := e.create("remote")
 	other := e.srv.Client()
-	h, err := other.Health(t.Context(), "", sb.SessionID())
+	h, err := other.SessionHealth(t.Context(), sb.SessionID(), sandbox.HealthParams{})
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Healthy, h.State, h.Reason)
 	assert.Equal(t, sb.SessionID(), h.SessionID)
 
-	h, err = other.Health(t.Context(), "remote", "")
+	h, err = other.Health(t.Context(), "remote", sandbox.HealthParams{})
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Healthy, h.State, h.Reason)
 	assert.Equal(t, 2, e.srv.CommandCount())

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
@@ -36,7 +35,7 @@ func TestImageSandboxWorksInVercel(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.cwd, sb.Cwd())
 
-			out, err := sb.Output(t.Context(), &command.Cmd{Name: "where"})
+			out, err := sb.Command("where").Output(t.Context())
 			require.NoError(t, err)
 			home := ""
 			if name == "hosted" {

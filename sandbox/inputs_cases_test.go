@@ -32,7 +32,6 @@ const (
 	noArgs    = "takes no argument but a context"
 	optsOnly  = "takes only options, and a nil option is ignored"
 	free      = "any value of its arguments is valid"
-	internal  = "takes an internal connection: reached only through package sandbox, whose table covers it"
 	kitOption = "any value is valid (zero or negative values have a documented meaning)"
 )
 
@@ -45,14 +44,13 @@ var noInput = map[string]string{
 	"sandbox.Status.Terminal": getter, "sandbox.AllowAll": noArgs, "sandbox.DenyAll": noArgs,
 	"sandbox.Sandbox.Refresh": noArgs, "sandbox.Sandbox.Resume": noArgs,
 	"sandbox.Sandbox.Stop": noArgs, "sandbox.Sandbox.WaitStopped": noArgs, "sandbox.Sandbox.OpenInteractive": noArgs,
-	"sandbox.Sandbox.Sessions": noArgs, "sandbox.Sandbox.Delete": optsOnly, "sandbox.Sandbox.Health": optsOnly,
+	"sandbox.Sandbox.Sessions": noArgs, "sandbox.Sandbox.Delete": optsOnly,
 	"sandbox.Sandbox.FS": getter, "sandbox.User.FS": getter,
 	"sandbox.WithAutoResume": free, "sandbox.WithOnResume": "a nil function reports nothing",
 	"sandbox.WithLogger": "nil keeps the default (discard)", "sandbox.WithReattachPolicy": free,
 	"sandbox.WithTeam": free, "sandbox.WithProject": free, "sandbox.WithUserAgent": free,
 
-	"command.Run": internal, "command.Start": internal, "command.Output": internal,
-	"command.CombinedOutput": internal, "command.Attach": internal,
+	"command.Handle.Kill": noArgs, "command.Result.ExitCode": getter,
 	"command.Handle.ID": getter, "command.Handle.Ref": getter, "command.Handle.SessionID": getter,
 	"command.Handle.Started": getter, "command.Info.Done": getter, "command.Result.Success": getter,
 	"command.Handle.Info": noArgs, "command.Handle.Wait": noArgs, "command.Handle.Logs": noArgs,

@@ -84,7 +84,7 @@ func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 func commandCases() []inputCase {
 	var cs []inputCase
 	for _, bc := range badCmds() {
-		cs = append(cs, inputCase{entry: "command.Cmd.Validate", field: bc.field, call: func(*inputFixture) error { return bc.cmd().Validate() }})
+		cs = append(cs, inputCase{entry: "command.Cmd.Validate", field: bc.field, call: func(*inputFixture) error { return bc.cmd(bareCmd).Validate() }})
 	}
 	return append(cs, []inputCase{
 		{entry: "command.Cmd.Validate", field: "Cmd.Timeout", call: func(*inputFixture) error {
@@ -96,7 +96,14 @@ func commandCases() []inputCase {
 			return r.UnmarshalText([]byte(""))
 		}},
 		{entry: "command.ParseSignal", field: "signal", call: func(*inputFixture) error { return ignore(command.ParseSignal("SIGNOPE")) }},
-		{entry: "command.Handle.Kill", field: "sig", call: func(f *inputFixture) error { return f.h.Kill(f.ctx, -1) }},
+		{entry: "command.Handle.Signal", field: "signal", call: func(f *inputFixture) error { return f.h.Signal(f.ctx, -1) }},
+		{entry: "command.Handle.Signal", field: "signal", call: func(f *inputFixture) error { return f.h.Signal(f.ctx, 0) }},
+		{entry: "command.Cmd.Run", field: "Cmd", call: func(f *inputFixture) error { return ignore(bareCmd("ls").Run(f.ctx)) }},
+		{entry: "command.Cmd.Output", field: "Cmd", call: func(f *inputFixture) error { return ignore(bareCmd("ls").Output(f.ctx)) }},
+		{entry: "command.Cmd.CombinedOutput", field: "Cmd", call: func(f *inputFixture) error {
+			return ignore(bareCmd("ls").CombinedOutput(f.ctx))
+		}},
+		{entry: "command.Cmd.Start", field: "Cmd", call: func(f *inputFixture) error { return ignore((*command.Cmd)(nil).Start(f.ctx)) }},
 		{entry: "command.Handle.Terminate", field: "grace", call: func(f *inputFixture) error { return f.h.Terminate(f.ctx, -time.Second) }},
 	}...)
 }
@@ -125,7 +132,7 @@ func workloadCases() []inputCase {
 			return ignore(workload.Create(f.ctx, f.c, sandbox.CreateParams{Name: nul}))
 		}},
 		{entry: "workload.Acquire", is: workload.ErrInvalidInput, call: func(f *inputFixture) error {
-			return ignore(workload.Acquire(f.ctx, nil, sandbox.CreateParams{}))
+			return ignore(workload.Acquire(f.ctx, nil, sandbox.CreateParams{}, sandbox.HealthParams{}))
 		}},
 		{entry: "workload.CodeInput.Validate", is: workload.ErrInvalidInput, call: func(*inputFixture) error {
 			return workload.CodeInput{Code: "x", TimeoutMs: -1}.Validate()

@@ -197,13 +197,17 @@ func sandboxCases() []inputCase {
 		}},
 		{entry: "sandbox.Client.GetDrive", field: "name", call: func(f *inputFixture) error { return ignore(f.c.GetDrive(f.ctx, nul)) }},
 		{entry: "sandbox.Client.DeleteDrive", field: "name", call: func(f *inputFixture) error { return ignore(f.c.DeleteDrive(f.ctx, "")) }},
-		{entry: "sandbox.Client.Health", field: "name", call: func(f *inputFixture) error { return ignore(f.c.Health(f.ctx, "", "")) }},
-		{entry: "sandbox.Client.Health", field: "sessionID", call: func(f *inputFixture) error { return ignore(f.c.Health(f.ctx, "", nul)) }},
-		{entry: "sandbox.HealthTimeout", field: "HealthTimeout", call: func(f *inputFixture) error {
-			return ignore(f.sb.Health(f.ctx, sandbox.HealthTimeout(-time.Second)))
+		{entry: "sandbox.Client.Health", field: "Name", call: func(f *inputFixture) error {
+			return ignore(f.c.Health(f.ctx, "", sandbox.HealthParams{}))
 		}},
-		{entry: "sandbox.HealthCommand", field: "Cmd.Name", call: func(f *inputFixture) error {
-			return ignore(f.sb.Health(f.ctx, sandbox.HealthCommand(&command.Cmd{})))
+		{entry: "sandbox.Client.SessionHealth", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.SessionHealth(f.ctx, nul, sandbox.HealthParams{}))
+		}},
+		{entry: "sandbox.Sandbox.Health", field: "HealthParams.Timeout", call: func(f *inputFixture) error {
+			return ignore(f.sb.Health(f.ctx, sandbox.HealthParams{Timeout: -time.Second}))
+		}},
+		{entry: "sandbox.Sandbox.Health", field: "HealthParams.Command[0]", call: func(f *inputFixture) error {
+			return ignore(f.sb.Health(f.ctx, sandbox.HealthParams{Command: []string{" "}}))
 		}},
 		{entry: "sandbox.Client.OpenSessionInteractive", field: "sessionID", call: func(f *inputFixture) error {
 			return ignore(f.c.OpenSessionInteractive(f.ctx, ""))
@@ -223,13 +227,8 @@ func sandboxCases() []inputCase {
 		}},
 
 		// Sandbox.
-		{entry: "sandbox.Sandbox.Run", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.sb.Run(f.ctx, nil)) }},
-		{entry: "sandbox.Sandbox.Output", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.sb.Output(f.ctx, nil)) }},
-		{entry: "sandbox.Sandbox.CombinedOutput", field: "Cmd", call: func(f *inputFixture) error {
-			return ignore(f.sb.CombinedOutput(f.ctx, nil))
-		}},
-		{entry: "sandbox.Sandbox.Start", field: "Cmd.Name", call: func(f *inputFixture) error {
-			return ignore(f.sb.Start(f.ctx, &command.Cmd{}))
+		{entry: "sandbox.Sandbox.Command", field: "Cmd.Name", call: func(f *inputFixture) error {
+			return ignore(f.sb.Command("").Run(f.ctx))
 		}},
 		{entry: "sandbox.Sandbox.Attach", field: "CommandID", call: func(f *inputFixture) error { return ignore(f.sb.Attach("")) }},
 		{entry: "sandbox.Sandbox.Attach", field: "CommandID", call: func(f *inputFixture) error { return ignore(f.sb.Attach("a/b")) }},
@@ -298,9 +297,9 @@ func sandboxCases() []inputCase {
 		}},
 
 		// User.
-		{entry: "sandbox.User.Run", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.user.Run(f.ctx, nil)) }},
-		{entry: "sandbox.User.Output", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.user.Output(f.ctx, nil)) }},
-		{entry: "sandbox.User.Start", field: "Cmd", call: func(f *inputFixture) error { return ignore(f.user.Start(f.ctx, nil)) }},
+		{entry: "sandbox.User.Command", field: "Cmd.Name", call: func(f *inputFixture) error {
+			return ignore(f.user.Command("").Run(f.ctx))
+		}},
 		{entry: "sandbox.FileSystem.WriteFiles", field: "entries[0]", call: func(f *inputFixture) error {
 			return f.user.FS().WriteFiles(f.ctx, []files.Entry{{}}, files.WriteParams{})
 		}},
@@ -387,10 +386,13 @@ func sandboxCases() []inputCase {
 	// Every text of a command travels as JSON.
 	for _, bc := range badCmds() {
 		cs = append(cs,
-			inputCase{entry: "sandbox.Sandbox.Run", field: bc.field, call: func(f *inputFixture) error { return ignore(f.sb.Run(f.ctx, bc.cmd())) }},
-			inputCase{entry: "sandbox.Sandbox.Start", field: bc.field, call: func(f *inputFixture) error { return ignore(f.sb.Start(f.ctx, bc.cmd())) }},
-			inputCase{entry: "sandbox.User.Run", field: bc.field, call: func(f *inputFixture) error { return ignore(f.user.Run(f.ctx, bc.cmd())) }},
-			inputCase{entry: "sandbox.User.Output", field: bc.field, call: func(f *inputFixture) error { return ignore(f.user.Output(f.ctx, bc.cmd())) }},
+			inputCase{entry: "command.Cmd.Run", field: bc.field, call: func(f *inputFixture) error { return ignore(bc.cmd(f.sb.Command).Run(f.ctx)) }},
+			inputCase{entry: "command.Cmd.Output", field: bc.field, call: func(f *inputFixture) error { return ignore(bc.cmd(f.sb.Command).Output(f.ctx)) }},
+			inputCase{entry: "command.Cmd.CombinedOutput", field: bc.field, call: func(f *inputFixture) error {
+				return ignore(bc.cmd(f.sb.Command).CombinedOutput(f.ctx))
+			}},
+			inputCase{entry: "command.Cmd.Start", field: bc.field, call: func(f *inputFixture) error { return ignore(bc.cmd(f.sb.Command).Start(f.ctx)) }},
+			inputCase{entry: "sandbox.User.Command", field: bc.field, call: func(f *inputFixture) error { return ignore(bc.cmd(f.user.Command).Run(f.ctx)) }},
 		)
 	}
 	cs = append(cs, pathCases("sandbox.FileSystem.Walk", "root", false, func(f *inputFixture, p string) error { return errOf(f.sb.FS().Walk(f.ctx, p)) })...)
@@ -407,18 +409,32 @@ func sandboxCases() []inputCase {
 func ignore3[A, B any](_ A, _ B, err error) error { return err }
 
 // badCmd is a command with one text that JSON cannot carry, and the
-// field the refusal names.
+// field the refusal names. cmd makes it with mk (Sandbox.Command, or
+// bareCmd).
 type badCmd struct {
 	field string
-	cmd   func() *command.Cmd
+	cmd   func(mk func(string, ...string) *command.Cmd) *command.Cmd
 }
 
+// bareCmd makes a Cmd bound to no sandbox, which only validates.
+func bareCmd(name string, args ...string) *command.Cmd { return &command.Cmd{Name: name, Args: args} }
+
 func badCmds() []badCmd {
+	with := func(c *command.Cmd, set func(*command.Cmd)) *command.Cmd {
+		set(c)
+		return c
+	}
 	return []badCmd{
-		{"Cmd.Name", func() *command.Cmd { return &command.Cmd{Name: "ls\xff"} }},
-		{"Cmd.Args[1]", func() *command.Cmd { return &command.Cmd{Name: "rm", Args: []string{"--", badUTF8}} }},
-		{"Cmd.Env", func() *command.Cmd { return &command.Cmd{Name: "env", Env: map[string]string{"K\xff": "v"}} }},
-		{"Cmd.Env[K]", func() *command.Cmd { return &command.Cmd{Name: "env", Env: map[string]string{"K": "\xff"}} }},
-		{"Cmd.Dir", func() *command.Cmd { return &command.Cmd{Name: "pwd", Dir: "/tmp/\xff"} }},
+		{"Cmd.Name", func(mk func(string, ...string) *command.Cmd) *command.Cmd { return mk("ls\xff") }},
+		{"Cmd.Args[1]", func(mk func(string, ...string) *command.Cmd) *command.Cmd { return mk("rm", "--", badUTF8) }},
+		{"Cmd.Env", func(mk func(string, ...string) *command.Cmd) *command.Cmd {
+			return with(mk("env"), func(c *command.Cmd) { c.Env = map[string]string{"K\xff": "v"} })
+		}},
+		{"Cmd.Env[K]", func(mk func(string, ...string) *command.Cmd) *command.Cmd {
+			return with(mk("env"), func(c *command.Cmd) { c.Env = map[string]string{"K": "\xff"} })
+		}},
+		{"Cmd.Dir", func(mk func(string, ...string) *command.Cmd) *command.Cmd {
+			return with(mk("pwd"), func(c *command.Cmd) { c.Dir = "/tmp/\xff" })
+		}},
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
@@ -133,12 +132,12 @@ func loadRound(ctx context.Context, c *sandbox.Client, round int) error {
 			for k := range loadCommands {
 				cg.Go(func() error {
 					want := fmt.Sprintf("r%d-s%d-c%d", round, s, k)
-					res, err := sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{want}})
+					res, err := sb.Command("echo", want).Run(ctx)
 					if err != nil {
 						return fmt.Errorf("run %s: %w", want, err)
 					}
-					if got := strings.TrimSpace(string(res.Stdout)); got != want || res.ExitCode != 0 {
-						return fmt.Errorf("run %s: got %q, exit %d", want, got, res.ExitCode)
+					if got := strings.TrimSpace(string(res.Stdout)); got != want || res.ExitCode() != 0 {
+						return fmt.Errorf("run %s: got %q, exit %d", want, got, res.ExitCode())
 					}
 					return nil
 				})
@@ -243,7 +242,7 @@ func testConcurrentLoad(t *testing.T, h2 bool) {
 	sb, err := c.Create(ctx, sandbox.CreateParams{})
 	require.NoError(t, err)
 	for range loadCommands {
-		_, err := sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"x"}})
+		_, err := sb.Command("echo", "x").Run(ctx)
 		require.NoError(t, err)
 	}
 	_, err = sb.Stop(ctx)

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sbx-go/vercel-sandbox/auth/authtest"
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 )
@@ -37,13 +36,13 @@ func TestLogsRacingCleanupAreAskedAgain(t *testing.T) {
 		clock.Advance(2 * time.Minute) // the cleanup race is over
 	})
 	sb := e.create("")
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "echo", Args: []string{"hello"}})
+	h, err := sb.Command("echo", "hello").Start(t.Context())
 	require.NoError(t, err)
 	res, err := h.Wait(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, 0, res.ExitCode)
+	require.Equal(t, 0, res.ExitCode())
 
-	stdout, _, err := h.Output(t.Context())
+	stdout, err := h.Output(t.Context())
 	require.NoError(t, err, "a 404 on the logs of a finished command is the race, not a missing command")
 	assert.Equal(t, "hello\n", string(stdout), "every byte, once")
 	require.Len(t, causes, 1)
@@ -55,14 +54,16 @@ func TestLogsLostToCleanupAreATypedError(t *testing.T) {
 	attempts := 0
 	e := newRaceEnv(t, func(*authtest.Clock, sandbox.ReattachEvent) { attempts++ })
 	sb := e.create("")
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "echo", Args: []string{"hello"}})
+	cmd := sb.Command("echo", "hello")
+	cmd.CaptureLimit = -1 // Wait only waits: the logs are read by Output
+	h, err := cmd.Start(t.Context())
 	require.NoError(t, err)
 	_, err = h.Wait(t.Context())
 	require.NoError(t, err)
 
-	stdout, _, err := h.Output(t.Context())
+	stdout, err := h.Output(t.Context())
 	assert.Empty(t, stdout, "no invented bytes")
-	require.ErrorIs(t, err, command.ErrOutputLost, "lost output is said, not hidden")
+	require.ErrorIs(t, err, sandbox.ErrOutputLost, "lost output is said, not hidden")
 	var lost *sandbox.OutputLostError
 	require.ErrorAs(t, err, &lost)
 	assert.Equal(t, 0, lost.ExitCode)
@@ -77,7 +78,7 @@ func TestLogsOfAMissingCommandAreNotRetried(t *testing.T) {
 	sb := e.create("")
 	other, err := sb.Attach("cmd_missing")
 	require.NoError(t, err)
-	_, _, err = other.Output(t.Context())
+	_, err = other.Output(t.Context())
 	require.ErrorIs(t, err, sandbox.ErrNotFound)
 }
 
@@ -85,7 +86,7 @@ func TestLogsNeverRaceWhenFriendly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, local.WithLogsRace(time.Hour), local.WithFriendly())
 	sb := e.create("")
-	out, err := sb.Output(t.Context(), &command.Cmd{Name: "echo", Args: []string{"hello"}})
+	out, err := sb.Command("echo", "hello").Output(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "hello\n", string(out))
 }

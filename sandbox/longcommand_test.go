@@ -147,10 +147,13 @@ func runThroughEdge(t *testing.T, n int) {
 	sb := le.create()
 
 	var stderr bytes.Buffer
-	res, err := sb.Run(t.Context(), &command.Cmd{Name: "agent", Stdout: out, Stderr: &stderr})
+	cmd := sb.Command("agent")
+	cmd.Stdout = out
+	cmd.Stderr = &stderr
+	res, err := cmd.Run(t.Context())
 	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee, "the command's own exit code, not a stream error")
-	assert.Equal(t, 3, res.ExitCode)
+	assert.Equal(t, 3, res.ExitCode())
 	assert.Equal(t, minuteLines(n), out.String(), "every byte once, in order")
 	assert.Equal(t, minuteLines(n), string(res.Stdout))
 	assert.Equal(t, strings.Count(stderr.String(), "progress"), n/4, "stderr too")
@@ -190,23 +193,25 @@ func TestLongCommandDetachedWaitThroughEdgeCuts(t *testing.T) {
 		return true
 	}, goOn))
 	sb := le.create()
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "agent"})
+	cmd := sb.Command("agent")
+	cmd.CaptureLimit = -1 // Wait keeps no output: it only waits
+	h, err := cmd.Start(t.Context())
 	require.NoError(t, err)
 
 	res, err := h.Wait(t.Context())
 	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 3, res.ExitCode)
+	assert.Equal(t, 3, res.ExitCode())
 	assert.GreaterOrEqual(t, le.waits.Load(), int32(4), "cut at 6, 12 and 18 minutes, then the answer")
 	// The HTTP retries mend most cuts; a re-wait mends the rest.
 	for _, ev := range le.reattachments() {
 		assert.Equal(t, "wait", ev.Op)
 	}
 
-	stdout, stderr, err := h.Output(t.Context())
-	require.NoError(t, err)
-	assert.Equal(t, minuteLines(20), string(stdout))
-	assert.Equal(t, 5, strings.Count(string(stderr), "progress"))
+	var stdout, stderr strings.Builder
+	require.NoError(t, h.CopyOutput(t.Context(), &stdout, &stderr))
+	assert.Equal(t, minuteLines(20), stdout.String())
+	assert.Equal(t, 5, strings.Count(stderr.String(), "progress"))
 	for _, r := range requests(le.srv, "GET", "/cmd/"+h.ID()) {
 		assert.Equal(t, "true", r.Query.Get("wait"), "the wait proved the end: no extra GET after the logs")
 	}
@@ -228,13 +233,17 @@ func TestSessionExpiryDuringCommandIsGone(t *testing.T) {
 
 			done := make(chan error, 1)
 			if detached {
-				h, err := sb.Start(t.Context(), &command.Cmd{Name: "agent"})
+				cmd := sb.Command("agent")
+				cmd.CaptureLimit = -1 // Wait only waits
+				h, err := cmd.Start(t.Context())
 				require.NoError(t, err)
 				require.Eventually(t, func() bool { return le.waitsSeen(h.ID()) }, 10*time.Second, time.Millisecond)
 				go func() { _, err := h.Wait(t.Context()); done <- err }()
 				require.Eventually(t, func() bool { return le.waits.Load() > 0 }, 10*time.Second, time.Millisecond)
 			} else {
-				go func() { _, err := sb.Run(t.Context(), &command.Cmd{Name: "agent", Stdout: out}); done <- err }()
+				cmd := sb.Command("agent")
+				cmd.Stdout = out
+				go func() { _, err := cmd.Run(t.Context()); done <- err }()
 				<-out.seen
 			}
 			le.clock.Advance(3 * time.Minute)

@@ -25,7 +25,7 @@ func partial(t *testing.T, e *env, sb *sandbox.Sandbox, res *command.Result, std
 	require.NotNil(t, res, "the output so far travels with the error")
 	assert.Equal(t, stdout, string(res.Stdout))
 	assert.EqualValues(t, len(stdout), res.StdoutBytes)
-	assert.Equal(t, -1, res.ExitCode, "no invented exit code")
+	assert.Equal(t, -1, res.ExitCode(), "no invented exit code")
 	assert.False(t, res.Success())
 	assert.Equal(t, e.srv.Commands()[0].Command.ID, res.CommandID, "enough to reattach")
 	assert.Equal(t, sb.SessionID(), res.SessionID)
@@ -58,10 +58,11 @@ func TestRunCancelledKeepsPartialResult(t *testing.T) {
 			e := newEnv(t)
 			e.handle("serve", sandboxtest.Steps{}.Stdout("listening\n").Block())
 			sb := e.create("")
-			cmd := &command.Cmd{Name: "serve", KillOnCancel: kill}
+			cmd := sb.Command("serve")
+			cmd.DetachOnCancel = !kill
 			var res *command.Result
 			err := cancelOnOutput(t, cmd, func(ctx context.Context) (err error) {
-				res, err = sb.Run(ctx, cmd)
+				res, err = cmd.Run(ctx)
 				return err
 			})
 			require.ErrorIs(t, err, context.Canceled)
@@ -76,13 +77,13 @@ func TestOutputCancelledKeepsPartialOutput(t *testing.T) {
 	e.handle("serve", sandboxtest.Steps{}.Stdout("listening\n").Block())
 	sb := e.create("")
 
-	for name, call := range map[string]func(context.Context, *command.Cmd) ([]byte, error){
-		"Output": sb.Output, "CombinedOutput": sb.CombinedOutput,
+	for name, call := range map[string]func(*command.Cmd, context.Context) ([]byte, error){
+		"Output": (*command.Cmd).Output, "CombinedOutput": (*command.Cmd).CombinedOutput,
 	} {
 		var out []byte
-		cmd := &command.Cmd{Name: "serve"}
+		cmd := sb.Command("serve")
 		err := cancelOnOutput(t, cmd, func(ctx context.Context) (err error) {
-			out, err = call(ctx, cmd)
+			out, err = call(cmd, ctx)
 			return err
 		})
 		require.ErrorIs(t, err, context.Canceled, name)
@@ -95,8 +96,9 @@ func TestRunInactivityKeepsPartialResult(t *testing.T) {
 	e := newEnv(t)
 	e.handle("agent", sandboxtest.Steps{}.Stdout("thinking\n").Block())
 	sb := e.create("")
-	cmd := &command.Cmd{Name: "agent", InactivityTimeout: 300 * time.Millisecond}
-	res, err := sb.Run(ctxTimeout(t, 30*time.Second), cmd)
+	cmd := sb.Command("agent")
+	cmd.InactivityTimeout = 300 * time.Millisecond
+	res, err := cmd.Run(ctxTimeout(t, 30*time.Second))
 	var ie *command.InactivityError
 	require.ErrorAs(t, err, &ie)
 	partial(t, e, sb, res, "thinking\n")
@@ -112,7 +114,7 @@ func TestRunCutWithoutReattachKeepsPartialResult(t *testing.T) {
 	// The command line and two output lines, then a clean end.
 	e.srv.Inject(fault.Fault{Method: "POST", Path: cmdPattern, Cut: true, AfterFrames: 3})
 
-	res, err := sb.Run(t.Context(), &command.Cmd{Name: "job"})
+	res, err := sb.Command("job").Run(t.Context())
 	require.ErrorIs(t, err, sandbox.ErrStreamEnded)
 	partial(t, e, sb, res, "one\ntwo\n")
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
@@ -49,7 +48,7 @@ func TestInvalidUTF8PathIsRefusedNotRewritten(t *testing.T) {
 		{"Mkdir", func() error { return sb.FS().Mkdir(ctx, bad+"/d", 0o755) }},
 		{"Mkdir 0o700", func() error { return sb.FS().Mkdir(ctx, bad+"/d", 0o700) }},
 		{"Run", func() error {
-			_, err := sb.Run(ctx, &command.Cmd{Name: "rm", Args: []string{"--", bad}})
+			_, err := sb.Command("rm", "--", bad).Run(ctx)
 			return err
 		}},
 	} {
@@ -95,18 +94,23 @@ func TestUserRunsTheProgramOfThatName(t *testing.T) {
 				k = "v"
 			}
 			want := "ran " + n + " K=" + k + " x -y\n"
-			cmd := &command.Cmd{Name: n, Args: []string{"x", "-y"}, Env: env, Dir: sb.Cwd()}
-			out, err := sb.Output(ctx, cmd)
+			cmd := sb.Command(n, "x", "-y")
+			cmd.Env, cmd.Dir = env, sb.Cwd()
+			out, err := cmd.Output(ctx)
 			require.NoError(t, err, "Sandbox.Output %q", n)
 			require.Equal(t, want, string(out), "Sandbox.Output %q", n)
-			out, err = alice.Output(ctx, cmd)
+			cmd = alice.Command(n, "x", "-y")
+			cmd.Env, cmd.Dir = env, sb.Cwd()
+			out, err = cmd.Output(ctx)
 			assert.NoError(t, err, "User.Output %q with env %v", n, env)
 			assert.Equal(t, want, string(out), "User.Output %q with env %v: the program of that name ran", n, env)
 		}
 	}
 
 	require.NoError(t, os.Mkdir(filepath.Join(sb.Cwd(), "-"), 0o755))
-	out, err := alice.Output(ctx, &command.Cmd{Name: "pwd", Dir: "-"})
+	cmd2 := alice.Command("pwd")
+	cmd2.Dir = "-"
+	out, err := cmd2.Output(ctx)
 	require.NoError(t, err, "a directory named -")
 	require.Equal(t, filepath.Join(sb.Cwd(), "-")+"\n", string(out))
 }

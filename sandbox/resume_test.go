@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
@@ -31,7 +30,7 @@ func TestAutoResumeAfterServerStop(t *testing.T) {
 	old := sb.SessionID()
 	require.NoError(t, e.srv.Stop(old))
 
-	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"hi"}})
+	res, err := sb.Command("echo", "hi").Run(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "hi\n", string(res.Stdout))
 	assert.NotEqual(t, old, sb.SessionID())
@@ -61,7 +60,7 @@ func TestAutoResumeAfterStopSkipsTheRefusal(t *testing.T) {
 	require.NoError(t, err)
 
 	// The handle knows its session stopped: it resumes before sending.
-	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"again"}})
+	res, err := sb.Command("echo", "again").Run(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "again\n", string(res.Stdout))
 	assert.NotEqual(t, old, sb.SessionID())
@@ -92,7 +91,7 @@ func TestFilesSurviveResume(t *testing.T) {
 		_, err := sb.Stop(t.Context())
 		require.NoError(t, err)
 
-		out, err := sb.Output(t.Context(), &command.Cmd{Name: "cat", Args: []string{"state.txt"}})
+		out, err := sb.Command("cat", "state.txt").Output(t.Context())
 		require.NoError(t, err)
 		assert.Equal(t, "before stop", string(out))
 		assert.Len(t, resumeRequests(e.srv), 1)
@@ -156,7 +155,7 @@ func TestConcurrentCallsShareOneResume(t *testing.T) {
 	sids := make([]string, n)
 	for i := range n {
 		wg.Go(func() {
-			res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"x"}})
+			res, err := sb.Command("echo", "x").Run(t.Context())
 			errs[i] = err
 			if res != nil {
 				sids[i] = res.SessionID
@@ -183,7 +182,7 @@ func TestAutoResumeOff(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Stop(sb.SessionID()))
 
-	_, err = sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"x"}})
+	_, err = sb.Command("echo", "x").Run(t.Context())
 	require.ErrorIs(t, err, sandbox.ErrGone)
 	var ae *sandbox.APIError
 	require.ErrorAs(t, err, &ae)
@@ -195,7 +194,7 @@ func TestAutoResumeOff(t *testing.T) {
 	// An explicit Resume still works.
 	_, err = sb.Resume(t.Context())
 	require.NoError(t, err)
-	_, err = sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"x"}})
+	_, err = sb.Command("echo", "x").Run(t.Context())
 	require.NoError(t, err)
 }
 
@@ -216,7 +215,7 @@ func TestResumeWhileStopping(t *testing.T) {
 		return s.Status == "stopping"
 	}, 10*time.Second, time.Millisecond)
 
-	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"after"}})
+	res, err := sb.Command("echo", "after").Run(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "after\n", string(res.Stdout))
 	assert.NotEqual(t, old, sb.SessionID())
@@ -236,15 +235,15 @@ func TestStopDuringWorkThenResume(t *testing.T) {
 	e := newEnv(t)
 	e.handle("sleep", sandboxtest.Steps{}.Block())
 	sb := e.create("mid")
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "sleep", Args: []string{"1000"}})
+	h, err := sb.Command("sleep", "1000").Start(t.Context())
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Stop(sb.SessionID()))
 
 	res, err := h.Wait(t.Context())
-	assert.Nil(t, res, "no invented exit code")
+	assert.Equal(t, -1, res.ExitCode(), "no invented exit code")
 	assert.ErrorIs(t, err, sandbox.ErrGone, "hosted Vercel answers 410 for the commands of a stopped session")
 
-	out, err := sb.Output(t.Context(), &command.Cmd{Name: "echo", Args: []string{"ok"}})
+	out, err := sb.Command("echo", "ok").Output(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, "ok\n", string(out))
 }
@@ -284,7 +283,7 @@ func TestAutoResumeFailureComesFirst(t *testing.T) {
 	old := sb.SessionID()
 	require.NoError(t, e.srv.Stop(old)) // the handle still believes it runs
 
-	_, err = sb.Run(t.Context(), &command.Cmd{Name: "echo", Args: []string{"hi"}})
+	_, err = sb.Command("echo", "hi").Run(t.Context())
 	require.Error(t, err)
 	var ae *sandbox.APIError
 	require.ErrorAs(t, err, &ae)

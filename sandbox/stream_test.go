@@ -68,12 +68,12 @@ func TestRunStreamCutBeforeFinalFrameWithoutReattach(t *testing.T) {
 			require.NoError(t, err)
 
 			var out bytes.Buffer
-			cmd := &command.Cmd{Name: "job"}
+			cmd := sb.Command("job")
 			cmd.Stdout = &out
-			res, err := sb.Run(t.Context(), cmd)
+			res, err := cmd.Run(t.Context())
 			require.Error(t, err)
 			require.NotNil(t, res, "the output so far travels with the error")
-			assert.Equal(t, -1, res.ExitCode, "no invented exit code")
+			assert.Equal(t, -1, res.ExitCode(), "no invented exit code")
 			assert.Equal(t, "one\ntwo\n", string(res.Stdout))
 			assert.ErrorIs(t, err, sandbox.ErrStreamEnded)
 			var se *sandbox.StreamError
@@ -102,7 +102,7 @@ func TestRunStreamEndsBeforeCommandLine(t *testing.T) {
 	})
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{})
 	require.NoError(t, err)
-	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo"})
+	res, err := sb.Command("echo").Run(t.Context())
 	assert.Nil(t, res)
 	assert.ErrorIs(t, err, sandbox.ErrStreamEnded)
 }
@@ -131,11 +131,11 @@ func TestRunStreamErrorFrame(t *testing.T) {
 			require.NoError(t, err)
 
 			var out bytes.Buffer
-			cmd := &command.Cmd{Name: "echo"}
+			cmd := sb.Command("echo")
 			cmd.Stdout = &out
-			res, err := sb.Run(t.Context(), cmd)
+			res, err := cmd.Run(t.Context())
 			require.NotNil(t, res, "the output so far travels with the error")
-			assert.Equal(t, -1, res.ExitCode, "no invented exit code")
+			assert.Equal(t, -1, res.ExitCode(), "no invented exit code")
 			assert.Equal(t, "partial\n", string(res.Stdout))
 			var se *sandbox.StreamError
 			require.ErrorAs(t, err, &se)
@@ -164,7 +164,7 @@ func TestRunWrongContentType(t *testing.T) {
 	})
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{})
 	require.NoError(t, err)
-	res, err := sb.Run(t.Context(), &command.Cmd{Name: "echo"})
+	res, err := sb.Command("echo").Run(t.Context())
 	assert.Nil(t, res)
 	var se *sandbox.StreamError
 	require.ErrorAs(t, err, &se)
@@ -183,7 +183,7 @@ func TestLogsCutWhileRunningWithoutReattach(t *testing.T) {
 	}, noReattach)
 	sb, err := c.Create(t.Context(), sandbox.CreateParams{})
 	require.NoError(t, err)
-	h, err := sb.Start(t.Context(), &command.Cmd{Name: "job"})
+	h, err := sb.Command("job").Start(t.Context())
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		stdout, _, _ := e.srv.Output(h.ID())
@@ -202,6 +202,6 @@ func TestLogsCutWhileRunningWithoutReattach(t *testing.T) {
 	assert.Equal(t, []string{"one\n"}, got)
 	assert.ErrorIs(t, last, sandbox.ErrStreamEnded, "a cut log stream is not mistaken for the end")
 
-	_, _, err = h.Output(t.Context())
+	_, err = h.Output(t.Context())
 	assert.ErrorIs(t, err, sandbox.ErrStreamEnded)
 }

@@ -54,28 +54,25 @@ const userScript = `cd "$1" || exit 1; shift; exec -- "$@"`
 // asUser rewrites cmd to run as the user: sudo resets the environment,
 // so cmd.Env is handed over through env(1), and the working directory
 // (cmd.Dir, or the home directory) is entered by a fixed script that gets
-// every value as an argument. A Cmd with Sudo set runs as root, unchanged.
+// every value as an argument. A Cmd with Sudo set runs as root, unchanged
+// (package command does not call asUser for it).
 //
 // Whatever its name, the command must run as itself, as through
-// Sandbox.Run. cd reads "-" as the previous directory and looks other
+// Sandbox.Command. cd reads "-" as the previous directory and looks other
 // relative names up in CDPATH, so a relative directory is given as
 // "./dir". env(1) takes every word holding "=" as one more variable, and
 // has no way to end them, so a name holding "=" follows "nice -n 0 --",
 // which changes nothing and runs the word after "--" as it is; nice is
 // named by its path, which cmd.Env's PATH cannot hide.
-func (u *User) asUser(cmd *command.Cmd) *command.Cmd {
-	if cmd == nil || cmd.Sudo {
-		return cmd
-	}
-	w := *cmd
-	dir := cmd.Dir
+func (u *User) asUser(cmd *command.Cmd) (name string, args []string, env map[string]string, dir string) {
+	dir = cmd.Dir
 	if dir == "" {
 		dir = u.home
 	}
 	if !strings.HasPrefix(dir, "/") {
 		dir = "./" + dir
 	}
-	args := []string{"-u", u.name, "--", "bash", "-c", userScript, "bash", dir}
+	args = []string{"-u", u.name, "--", "bash", "-c", userScript, "bash", dir}
 	if len(cmd.Env) > 0 {
 		args = append(args, "env", "--")
 		for _, k := range slices.Sorted(maps.Keys(cmd.Env)) {
@@ -85,32 +82,22 @@ func (u *User) asUser(cmd *command.Cmd) *command.Cmd {
 			args = append(args, "/usr/bin/nice", "-n", "0", "--")
 		}
 	}
-	w.Name, w.Args, w.Env, w.Dir = "sudo", append(append(args, cmd.Name), cmd.Args...), nil, ""
-	return &w
+	return "sudo", append(append(args, cmd.Name), cmd.Args...), nil, ""
 }
 
-// Run runs cmd attached as the user; see Sandbox.Run.
-func (u *User) Run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
-	if err := cmd.Validate(); err != nil {
-		return nil, err
-	}
-	return u.sb.Run(ctx, u.asUser(cmd))
+// Command returns a command that runs name with args as the user, as
+// Sandbox.Command does: in the user's home directory unless Dir is set,
+// with Env handed over through sudo. A command with Sudo set runs as root.
+func (u *User) Command(name string, args ...string) *command.Cmd {
+	return bindCmd(&command.Cmd{Name: name, Args: args}, u.sb.conn, u.asUser)
 }
 
-// Output runs cmd as the user and returns its stdout; see Sandbox.Output.
-func (u *User) Output(ctx context.Context, cmd *command.Cmd) ([]byte, error) {
-	if err := cmd.Validate(); err != nil {
-		return nil, err
+// run runs cmd attached as the user.
+func (u *User) run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
+	if cmd == nil {
+		return nil, (*command.Cmd)(nil).Validate()
 	}
-	return u.sb.Output(ctx, u.asUser(cmd))
-}
-
-// Start starts cmd detached as the user; see Sandbox.Start.
-func (u *User) Start(ctx context.Context, cmd *command.Cmd) (*command.Handle, error) {
-	if err := cmd.Validate(); err != nil {
-		return nil, err
-	}
-	return u.sb.Start(ctx, u.asUser(cmd))
+	return bindCmd(cmd, u.sb.conn, u.asUser).Run(ctx)
 }
 
 // resolve makes p absolute against the home directory.
@@ -128,7 +115,7 @@ func (u *User) groups(ctx context.Context) (primary, dflt string, err error) {
 	primary, dflt = u.primaryGroup, u.defaultGroup
 	u.mu.Unlock()
 	if primary == "" {
-		out, err := u.sb.Output(ctx, &command.Cmd{Name: "id", Args: []string{"-gn", "--", u.name}})
+		out, err := u.sb.Command("id", "-gn", "--", u.name).Output(ctx)
 		if err != nil {
 			return "", "", fmt.Errorf("vercel sandbox: finding the group of user %q: %w", u.name, err)
 		}

@@ -86,7 +86,7 @@ func (u *User) open(ctx context.Context, name string) (io.ReadCloser, error) {
 		// fails before any output reports its error from open.
 		w := &firstWrite{w: pw, first: started}
 		_, err := u.run(ctx, &command.Cmd{Name: "base64", Args: []string{"--", p},
-			Stdout: w, Stderr: stderr, CaptureLimit: -1, KillOnCancel: true})
+			Stdout: w, Stderr: stderr, CaptureLimit: -1})
 		if err != nil {
 			err = &fs.PathError{Op: "open", Path: name, Err: toolError(err, stderr.String())}
 		}

@@ -90,7 +90,7 @@ func validateAccount(field, name string) error {
 // tool uses for "name already in use" (9 for useradd and groupadd), and
 // existsErr the sentinel it stands for.
 func (s *Sandbox) accountCmd(ctx context.Context, e AccountError, existsErr error, name string, args ...string) error {
-	_, err := s.Run(ctx, &command.Cmd{Name: name, Args: args, Sudo: true})
+	_, err := s.run(ctx, &command.Cmd{Name: name, Args: args, Sudo: true})
 	var exit *command.ExitError
 	if err == nil || !errors.As(err, &exit) {
 		return err
@@ -99,7 +99,7 @@ func (s *Sandbox) accountCmd(ctx context.Context, e AccountError, existsErr erro
 	msg := string(exit.Stderr)
 	e.Message, e.exit = lastLine(msg), toolError(err, msg)
 	switch {
-	case exit.ExitCode == 9 && existsErr != nil:
+	case exit.ExitCode() == 9 && existsErr != nil:
 		e.Err = existsErr
 	case e.User != "" && strings.Contains(msg, "user '"+e.User+"' does not exist"),
 		e.User != "" && strings.Contains(msg, "unknown user"):
@@ -113,7 +113,7 @@ func (s *Sandbox) accountCmd(ctx context.Context, e AccountError, existsErr erro
 // defaultAccount returns the user and primary group that commands without
 // sudo and the file API run as.
 func (s *Sandbox) defaultAccount(ctx context.Context) (user, group string, err error) {
-	out, err := s.Output(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "id -un; id -gn"}})
+	out, err := s.Command("sh", "-c", "id -un; id -gn").Output(ctx)
 	if err != nil {
 		return "", "", fmt.Errorf("vercel sandbox: finding the default user: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
@@ -42,7 +41,7 @@ func ExampleSandbox_AsUser() {
 	// Output: /root
 }
 
-func ExampleUser_Output() {
+func ExampleUser_Command_output() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	ctx := context.Background()
@@ -50,7 +49,7 @@ func ExampleUser_Output() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	out, err := bob.Output(ctx, &command.Cmd{Name: "whoami"})
+	out, err := bob.Command("whoami").Output(ctx)
 	fmt.Printf("%q %v\n", out, err)
 	// Output: "bob\n" <nil>
 }
@@ -236,7 +235,7 @@ func ExampleFileSystem_ReadFile_user() {
 	// Output: "secret" <nil>
 }
 
-func ExampleUser_Start() {
+func ExampleUser_Command_start() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	ctx := context.Background()
@@ -244,12 +243,12 @@ func ExampleUser_Start() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := u.Start(ctx, &command.Cmd{Name: "whoami"})
+	h, err := u.Command("whoami").Start(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
 	res, err := h.Wait(ctx)
-	fmt.Println(res.ExitCode, err)
+	fmt.Println(res.ExitCode(), err)
 	// Output: 0 <nil>
 }
 
@@ -272,7 +271,7 @@ func ExampleFileSystem_Stat_user() {
 	// Output: hello.txt 2
 }
 
-func ExampleUser_Run() {
+func ExampleUser_Command() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	ctx := context.Background()
@@ -281,8 +280,9 @@ func ExampleUser_Run() {
 		log.Fatal(err)
 	}
 	// Env survives the switch of user; Dir defaults to the home directory.
-	res, err := u.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", `printf "%s" "$GREETING"`},
-		Env: map[string]string{"GREETING": "hi from judy"}})
+	cmd := u.Command("sh", "-c", `printf "%s" "$GREETING"`)
+	cmd.Env = map[string]string{"GREETING": "hi from judy"}
+	res, err := cmd.Run(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestCreateUserAndGroups(t *testing.T) {
 	require.Equal(t, "alice", ae.User)
 	var exit *command.ExitError
 	require.ErrorAs(t, err, &exit)
-	require.Equal(t, 9, exit.ExitCode)
+	require.Equal(t, 9, exit.ExitCode())
 
 	g, err := sb.CreateGroup(ctx, "devs")
 	require.NoError(t, err)
@@ -104,11 +104,14 @@ func TestUserRunsCommandsAsItself(t *testing.T) {
 	alice, err := sb.CreateUser(ctx, "alice")
 	require.NoError(t, err)
 
-	out, err := alice.Output(ctx, &command.Cmd{Name: "whoami"})
+	out, err := alice.Command("whoami").Output(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "alice\n", string(out))
 
-	_, err = alice.Run(ctx, &command.Cmd{Name: "printenv", Env: map[string]string{"B": "2", "A": "1"}, Dir: "/tmp"})
+	cmd := alice.Command("printenv")
+	cmd.Env = map[string]string{"B": "2", "A": "1"}
+	cmd.Dir = "/tmp"
+	_, err = cmd.Run(ctx)
 	require.NoError(t, err)
 	calls := e.script.Calls()
 	last := calls[len(calls)-1]
@@ -127,7 +130,10 @@ func TestUserRunsCommandsAsItself(t *testing.T) {
 	// The fake reads the line as env(1) does: a name holding "=" is the
 	// command, not one more variable.
 	e.handle("X=1", sandboxtest.Reply{})
-	_, err = alice.Run(ctx, &command.Cmd{Name: "X=1", Args: []string{"-a"}, Env: map[string]string{"K": "v"}, Dir: "/tmp"})
+	cmd2 := alice.Command("X=1", "-a")
+	cmd2.Env = map[string]string{"K": "v"}
+	cmd2.Dir = "/tmp"
+	_, err = cmd2.Run(ctx)
 	require.NoError(t, err)
 	calls = e.script.Calls()
 	last = calls[len(calls)-1]
@@ -140,12 +146,12 @@ func TestUserRunsCommandsAsItself(t *testing.T) {
 	require.Equal(t, "/root", root.Home())
 	ghost, err := sb.AsUser("ghost")
 	require.NoError(t, err)
-	_, err = ghost.Run(ctx, &command.Cmd{Name: "whoami"})
+	_, err = ghost.Command("whoami").Run(ctx)
 	var exit *command.ExitError
 	require.ErrorAs(t, err, &exit)
 	require.Contains(t, string(exit.Stderr), "unknown user ghost")
 
-	_, err = alice.Run(ctx, &command.Cmd{})
+	_, err = alice.Command("").Run(ctx)
 	require.ErrorIs(t, err, sandbox.ErrInvalidInput)
 }
 

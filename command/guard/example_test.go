@@ -135,7 +135,7 @@ func ExampleGate() {
 		case err != nil:
 			log.Fatal(err)
 		default:
-			fmt.Printf("%s %s: exit %d\n", c.Name, c.Args[0], res.ExitCode)
+			fmt.Printf("%s %s: exit %d\n", c.Name, c.Args[0], res.ExitCode())
 		}
 	}
 	t := r.Transcript()

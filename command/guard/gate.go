@@ -15,9 +15,10 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/capture"
 )
 
-// Target runs attached commands. *sandbox.Sandbox implements it.
+// Target makes the commands a Gate runs. *sandbox.Sandbox and
+// *sandbox.User implement it.
 type Target interface {
-	Run(ctx context.Context, cmd *command.Cmd) (*command.Result, error)
+	Command(name string, args ...string) *command.Cmd
 }
 
 // Option configures a Gate. A nil Option is ignored.
@@ -130,7 +131,10 @@ func (r *Gate) Transcript() Transcript {
 
 // Run checks cmd against the policy and, when it is allowed, runs it
 // attached in the workspace (Dir resolved inside it) with the policy's
-// environment and timeout. The remote command is killed when ctx ends.
+// environment and timeout. cmd only describes the command (its Name, Args,
+// Dir, Env, Sudo, Timeout, InactivityTimeout, Stdout and Stderr): the
+// Gate's target makes the command that runs, so cmd need not come from
+// Command. The remote command is killed when ctx ends.
 //
 // A denied command returns a *DeniedError and nothing is sent. Otherwise
 // the result holds the exit code and the redacted output (each stream
@@ -173,18 +177,20 @@ func (r *Gate) Run(ctx context.Context, cmd *command.Cmd) (*command.Result, erro
 	stdout := r.red.Writer(&streamSink{o: out, capture: out.stdout, stream: 0, user: cmd.Stdout})
 	stderr := r.red.Writer(&streamSink{o: out, capture: out.stderr, stream: 1, user: cmd.Stderr})
 
-	run := *cmd
+	run := r.ex.Command(cmd.Name, cmd.Args...)
 	run.Dir = dir
 	run.Env = r.env(cmd.Env)
+	run.Sudo = cmd.Sudo
+	run.Timeout = cmd.Timeout
 	if run.Timeout == 0 {
 		run.Timeout = r.c.p.CommandTimeout
 	}
+	run.InactivityTimeout = cmd.InactivityTimeout
 	run.Stdout, run.Stderr = stdout, stderr
 	run.CaptureLimit = -1 // raw output is never kept; the redacted copy is
-	run.KillOnCancel = true
 
 	began := time.Now()
-	res, runErr := r.ex.Run(ctx, &run)
+	res, runErr := run.Run(ctx)
 	closeErr := errors.Join(stdout.Close(), stderr.Close(), out.flush())
 
 	result := out.result(res)
@@ -201,10 +207,10 @@ func (r *Gate) Run(ctx context.Context, cmd *command.Cmd) (*command.Result, erro
 	var ie *command.InactivityError
 	switch {
 	case runErr == nil:
-		code := result.ExitCode
+		code := result.ExitCode()
 		entry.ExitCode = &code
 	case errors.As(runErr, &ee) && res != nil:
-		code := result.ExitCode
+		code := result.ExitCode()
 		entry.ExitCode = &code
 		err = &command.ExitError{Result: result}
 	case errors.As(runErr, &ie):
@@ -213,7 +219,6 @@ func (r *Gate) Run(ctx context.Context, cmd *command.Cmd) (*command.Result, erro
 			result.CommandID = ie.CommandID
 			entry.CommandID = ie.CommandID
 		}
-		result.ExitCode = -1
 		cp.Result = result
 		err = &cp
 		entry.Error = r.red.Redact(err.Error())
@@ -358,14 +363,13 @@ func (o *runOutput) transcript() (out string, kept, total int64, truncated bool)
 func (o *runOutput) result(res *command.Result) *command.Result {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := &command.Result{ExitCode: -1,
-		Stdout: o.stdout.Bytes(), Stderr: o.stderr.Bytes(),
-		StdoutBytes: o.stdout.Total(), StderrBytes: o.stderr.Total(),
-		StdoutTruncated: o.stdout.Truncated(), StderrTruncated: o.stderr.Truncated()}
+	out := &command.Result{} // exit code -1, unknown
 	if res != nil {
-		out.CommandID, out.SessionID = res.CommandID, res.SessionID
-		out.ExitCode, out.StartedAt, out.Duration = res.ExitCode, res.StartedAt, res.Duration
+		*out = *res // the ids, times and exit code
 	}
+	out.Stdout, out.Stderr = o.stdout.Bytes(), o.stderr.Bytes()
+	out.StdoutBytes, out.StderrBytes = o.stdout.Total(), o.stderr.Total()
+	out.StdoutTruncated, out.StderrTruncated = o.stdout.Truncated(), o.stderr.Truncated()
 	return out
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -74,7 +75,7 @@ func TestGateRedactsSplitSecret(t *testing.T) {
 
 	res, err := r.Run(t.Context(), &command.Cmd{Name: "go", Args: []string{"test", "-run=" + secret, "./..."}, Stdout: &userOut})
 	require.NoError(t, err)
-	assert.Equal(t, 0, res.ExitCode)
+	assert.Equal(t, 0, res.ExitCode())
 	assert.Equal(t, "ok  \tpkg\tpassword=[REDACTED] done\n", string(res.Stdout))
 	assert.Equal(t, "token [REDACTED]\n", string(res.Stderr))
 	assert.Equal(t, string(res.Stdout), userOut.String())
@@ -177,7 +178,7 @@ func TestGateExitErrorIsRedacted(t *testing.T) {
 	res, err := r.Run(t.Context(), &command.Cmd{Name: "go", Args: []string{"test", "./..."}})
 	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, 1, ee.ExitCode)
+	assert.Equal(t, 1, ee.ExitCode())
 	assert.Same(t, res, ee.Result)
 	assert.Equal(t, "leaked [REDACTED]\n", string(res.Stderr))
 	assert.NotContains(t, err.Error(), secret)
@@ -324,17 +325,30 @@ func TestGateInactivityIsRedacted(t *testing.T) {
 	assert.Equal(t, "secret: [REDACTED]\n", e.Output)
 }
 
-// failingExecutor fails with an error whose message holds the secret.
-type failingExecutor struct{ err error }
+// failingTransport fails every command with an error whose message holds
+// the secret.
+type failingTransport struct{ err error }
 
-func (f failingExecutor) Run(context.Context, *command.Cmd) (*command.Result, error) {
-	return nil, f.err
+func (f failingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/cmd") {
+		return nil, f.err
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// failingExecutor returns a sandbox whose commands fail with err.
+func failingExecutor(t *testing.T, err error) *sandbox.Sandbox {
+	t.Helper()
+	srv := sandboxtest.NewServer(t)
+	sb, cerr := srv.Client(sandbox.WithTransport(failingTransport{err})).Create(t.Context(), sandbox.CreateParams{})
+	require.NoError(t, cerr)
+	return sb
 }
 
 func TestGateOtherErrorsAreRedacted(t *testing.T) {
 	t.Parallel()
 	cause := fmt.Errorf("dial tcp: token %s refused: %w", secret, context.DeadlineExceeded)
-	r, err := guard.NewGate(failingExecutor{cause}, basePolicy())
+	r, err := guard.NewGate(failingExecutor(t, cause), basePolicy())
 	require.NoError(t, err)
 	assert.Equal(t, guard.DefaultWorkspace, r.Workspace())
 	_, err = r.Run(t.Context(), &command.Cmd{Name: "go", Args: []string{"vet"}})
@@ -348,13 +362,14 @@ func TestGateOtherErrorsAreRedacted(t *testing.T) {
 
 func TestNewRunnerRejects(t *testing.T) {
 	t.Parallel()
+	f := newFixture(t)
 	_, err := guard.NewGate(nil, guard.Policy{})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
-	_, err = guard.NewGate(failingExecutor{}, guard.Policy{Workspace: "rel"})
+	_, err = guard.NewGate(f.sb, guard.Policy{Workspace: "rel"})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
-	_, err = guard.NewGate(failingExecutor{}, guard.Policy{}, guard.WithOutput(nil))
+	_, err = guard.NewGate(f.sb, guard.Policy{}, guard.WithOutput(nil))
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput, "a nil output would be dropped silently")
-	_, err = guard.NewGate(failingExecutor{}, guard.Policy{}, nil)
+	_, err = guard.NewGate(f.sb, guard.Policy{}, nil)
 	assert.NoError(t, err, "a nil option is ignored")
 }
 
@@ -385,7 +400,7 @@ func TestZeroGateRefuses(t *testing.T) {
 // A runner's Check agrees with Run and records nothing.
 func TestGateCheck(t *testing.T) {
 	t.Parallel()
-	r, err := guard.NewGate(failingExecutor{}, basePolicy())
+	r, err := guard.NewGate(newFixture(t).sb, basePolicy())
 	require.NoError(t, err)
 	assert.NoError(t, r.Check(&command.Cmd{Name: "go", Args: []string{"vet", "./..."}}))
 	assert.ErrorIs(t, r.Check(&command.Cmd{Name: "go", Args: []string{"build"}}), guard.ErrDenied)

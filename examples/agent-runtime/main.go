@@ -193,7 +193,7 @@ func run(ctx context.Context, cfg config) error {
 		files.FromBytes("agent.sh", []byte(agentSh)),
 		files.FromBytes("message.txt", []byte(cfg.Message)),
 	)}
-	agent := &command.Cmd{Name: "node", Args: []string{"agent.mjs"}}
+	agent := []string{"node", "agent.mjs"}
 	switch cfg.Mode {
 	case Vercel:
 		setup = append(setup, workload.CommandStep("npm install ms",
@@ -204,23 +204,22 @@ func run(ctx context.Context, cfg config) error {
 			workload.WriteFilesStep("vendor package", files.FromBytes("vendor/ms/package.json", []byte(msPackageJSON)), files.FromBytes("vendor/ms/index.js", []byte(msIndexJS))),
 			workload.CommandStep("install ms (vendored)", &command.Cmd{Name: "sh", Args: []string{"-c", "mkdir -p node_modules && cp -R vendor/ms node_modules/"}}))
 		if cfg.Mode == LocalShell {
-			agent = &command.Cmd{Name: "sh", Args: []string{"agent.sh"}}
+			agent = []string{"sh", "agent.sh"}
 		}
 	}
-	// The secret reaches only the agent command, never the sandbox's
-	// environment or a file.
-	agent.Env = map[string]string{"AGENT_API_KEY": cfg.Secret}
-	agent.Timeout = timeout
-	agent.InactivityTimeout = 2 * time.Minute
-	agent.KillOnCancel = true
-
 	rep, err := r.Run(ctx, workload.Job{
 		Sandbox: sandbox.CreateParams{Runtime: "node24", VCPUs: 4, Timeout: timeout},
 		Timeout: timeout,
 		Setup:   setup,
 		Name:    "agent",
 		Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error) {
-			res, err := sb.Run(ctx, agent)
+			cmd := sb.Command(agent[0], agent[1:]...)
+			// The secret reaches only the agent command, never the
+			// sandbox's environment or a file.
+			cmd.Env = map[string]string{"AGENT_API_KEY": cfg.Secret}
+			cmd.Timeout = timeout
+			cmd.InactivityTimeout = 2 * time.Minute
+			res, err := cmd.Run(ctx)
 			if err != nil {
 				return nil, err
 			}

@@ -280,10 +280,9 @@ func runJS(ctx context.Context, sb *sandbox.Sandbox, o Options, mode string) (*R
 		return nil, err
 	}
 	heap := o.MemoryMB * 3 / 4
-	cmd := &command.Cmd{Name: "node",
-		Args:    []string{fmt.Sprintf("--max-old-space-size=%d", max(heap, 16)), "--stack-trace-limit=20", runnerPath, codePath, resultPath},
-		Timeout: o.Timeout, KillOnCancel: true}
-	res, elapsed, runErr := runCmd(ctx, sb, cmd)
+	cmd := sb.Command("node", fmt.Sprintf("--max-old-space-size=%d", max(heap, 16)), "--stack-trace-limit=20", runnerPath, codePath, resultPath)
+	cmd.Timeout = o.Timeout
+	res, elapsed, runErr := runCmd(ctx, cmd)
 	if res == nil {
 		return nil, runErr
 	}
@@ -296,7 +295,7 @@ func runJS(ctx context.Context, sb *sandbox.Sandbox, o Options, mode string) (*R
 			Error *RunError       `json:"error"`
 		}
 		if err := json.Unmarshal(data, &rep); err == nil {
-			out.OK, out.Value, out.Error = rep.OK && res.ExitCode == 0, rep.Value, rep.Error
+			out.OK, out.Value, out.Error = rep.OK && res.ExitCode() == 0, rep.Value, rep.Error
 			if out.OK || out.Error != nil {
 				return out, nil
 			}
@@ -312,21 +311,25 @@ const syntaxCheckTimeout = 10 * time.Second
 func runSh(ctx context.Context, sb *sandbox.Sandbox, o Options, mode string) (*Result, error) {
 	// Parse first, without running anything (sh -n). A shell reports a
 	// syntax error with exit code 2 and a message.
-	check, err := sb.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"-n", "-c", o.Code}, Timeout: syntaxCheckTimeout})
+	cmd := sb.Command("sh", "-n", "-c", o.Code)
+	cmd.Timeout = syntaxCheckTimeout
+	check, err := cmd.Run(ctx)
 	if check == nil {
 		return nil, err
 	}
-	if check.ExitCode == 2 && len(bytes.TrimSpace(check.Stderr)) > 0 {
+	if check.ExitCode() == 2 && len(bytes.TrimSpace(check.Stderr)) > 0 {
 		out := newResult(check, check.Duration, mode)
 		out.Error = &RunError{Type: SyntaxError, Message: strings.TrimSpace(string(check.Stderr))}
 		return out, nil
 	}
-	res, elapsed, runErr := runCmd(ctx, sb, &command.Cmd{Name: "sh", Args: []string{"-c", o.Code}, Timeout: o.Timeout, KillOnCancel: true})
+	run := sb.Command("sh", "-c", o.Code)
+	run.Timeout = o.Timeout
+	res, elapsed, runErr := runCmd(ctx, run)
 	if res == nil {
 		return nil, runErr
 	}
 	out := newResult(res, elapsed, mode)
-	if res.ExitCode != 0 {
+	if res.ExitCode() != 0 {
 		out.Error = classify(res, o, elapsed)
 		return out, nil
 	}
@@ -342,9 +345,9 @@ func runSh(ctx context.Context, sb *sandbox.Sandbox, o Options, mode string) (*R
 
 // runCmd runs cmd and measures it. A nil result comes with the error that
 // prevented the run; a non-zero exit is not an error here.
-func runCmd(ctx context.Context, sb *sandbox.Sandbox, cmd *command.Cmd) (*command.Result, time.Duration, error) {
+func runCmd(ctx context.Context, cmd *command.Cmd) (*command.Result, time.Duration, error) {
 	start := time.Now()
-	res, err := sb.Run(ctx, cmd)
+	res, err := cmd.Run(ctx)
 	elapsed := time.Since(start)
 	var ee *command.ExitError
 	if err != nil && !errors.As(err, &ee) {
@@ -369,15 +372,15 @@ func newResult(res *command.Result, elapsed time.Duration, mode string) *Result 
 func classify(res *command.Result, o Options, elapsed time.Duration) *RunError {
 	stderr := string(res.Stderr)
 	switch {
-	case isolated.OutcomeOf(res.ExitCode, stderr) == isolated.OutcomeMemoryLimit,
+	case isolated.OutcomeOf(res.ExitCode(), stderr) == isolated.OutcomeMemoryLimit,
 		strings.Contains(stderr, "heap out of memory"), strings.Contains(stderr, "Allocation failed"):
 		return &RunError{Type: MemoryError, Message: fmt.Sprintf("the snippet exceeded its memory limit of %d MiB", o.MemoryMB)}
-	case res.ExitCode == 137 && elapsed >= o.Timeout:
+	case res.TimedOut:
 		return &RunError{Type: TimeoutError, Message: fmt.Sprintf("the snippet did not finish within %s", o.Timeout)}
 	}
 	msg := lastLines(stderr, 5)
 	if msg == "" {
-		msg = fmt.Sprintf("exit code %d", res.ExitCode)
+		msg = fmt.Sprintf("exit code %d", res.ExitCode())
 	}
 	return &RunError{Type: RuntimeError, Message: msg}
 }

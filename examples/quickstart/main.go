@@ -20,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/examples/internal/backend"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
@@ -86,14 +85,16 @@ func run(ctx context.Context, out, errOut io.Writer, forceLocal bool) error {
 	}
 
 	step(out, "running an attached command; its output streams as it is produced")
-	res, err := sb.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"hello.sh"}, Stdout: backend.Prefixed(out, "    | ")})
+	cmd := sb.Command("sh", "hello.sh")
+	cmd.Stdout = backend.Prefixed(out, "    | ")
+	res, err := cmd.Run(ctx)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	fmt.Fprintf(out, "    exit code %d after %s\n", res.ExitCode, res.Duration.Round(time.Millisecond))
+	fmt.Fprintf(out, "    exit code %d after %s\n", res.ExitCode(), res.Duration.Round(time.Millisecond))
 
 	step(out, "starting a detached command and following its logs")
-	h, err := sb.Start(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "sort -n data/numbers.txt > data/sorted.txt && cat data/sorted.txt"}})
+	h, err := sb.Command("sh", "-c", "sort -n data/numbers.txt > data/sorted.txt && cat data/sorted.txt").Start(ctx)
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}

@@ -326,7 +326,7 @@ func demoDeadline(ctx context.Context, out io.Writer, _ Env, _ *Store, client *s
 	if followUpRan || !errors.Is(err, workload.ErrTaskEnded) {
 		return errors.New("a step ran after the deadline")
 	}
-	h, err := client.Health(ctx, sb.Name(), "")
+	h, err := client.Health(ctx, sb.Name(), sandbox.HealthParams{})
 	if err != nil {
 		return err
 	}
@@ -350,7 +350,7 @@ func demoReuse(ctx context.Context, out io.Writer, _ Env, _ *Store, client *sand
 		if err := before(); err != nil {
 			return err
 		}
-		a, err := workload.Acquire(ctx, client, p)
+		a, err := workload.Acquire(ctx, client, p, sandbox.HealthParams{})
 		if err != nil {
 			return err
 		}

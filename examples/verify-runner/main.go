@@ -183,7 +183,7 @@ func run(ctx context.Context, out, errOut io.Writer, o options) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", c, err)
 		}
-		fmt.Fprintf(out, "    exit %d after %s\n", res.ExitCode, res.Duration.Round(time.Millisecond))
+		fmt.Fprintf(out, "    exit %d after %s\n", res.ExitCode(), res.Duration.Round(time.Millisecond))
 	}
 
 	step(out, "trying commands the policy refuses (nothing is sent to the sandbox)")

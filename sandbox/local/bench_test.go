@@ -6,7 +6,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
@@ -74,12 +73,12 @@ func BenchmarkFakeCommandStart(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				h, err := sb.Start(ctx, &command.Cmd{Name: "true"})
+				h, err := sb.Command("true").Start(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
-				if res, err := h.Wait(ctx); err != nil || res.ExitCode != 0 {
+				if res, err := h.Wait(ctx); err != nil || res.ExitCode() != 0 {
 					b.Fatal(res, err)
 				}
 				b.StartTimer()
@@ -91,7 +90,7 @@ func BenchmarkFakeCommandStart(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if res, err := sb.Run(ctx, &command.Cmd{Name: "true"}); err != nil || res.ExitCode != 0 {
+				if res, err := sb.Command("true").Run(ctx); err != nil || res.ExitCode() != 0 {
 					b.Fatal(res, err)
 				}
 			}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"strings"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
@@ -43,7 +42,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	out, err := sb.Output(ctx, &command.Cmd{Name: "node", Args: []string{"--version"}})
+	out, err := sb.Command("node", "--version").Output(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}

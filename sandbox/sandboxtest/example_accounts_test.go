@@ -6,7 +6,6 @@ import (
 	"log"
 	"net"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
@@ -34,7 +33,7 @@ func ExampleAccounts() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	out, _ := u.Output(ctx, &command.Cmd{Name: "whoami"})
+	out, _ := u.Command("whoami").Output(ctx)
 	fmt.Printf("%q %v\n", out, accounts.Users())
 	// Output: "alice\n" [alice root vercel-sandbox]
 }
@@ -58,7 +57,7 @@ func ExampleAccounts_Executor() {
 	}
 	g, err := sb.CreateGroup(ctx, "devs")
 	fmt.Println(g.SharedDir, err)
-	out, _ := sb.Output(ctx, &command.Cmd{Name: "echo", Args: []string{"a real echo"}})
+	out, _ := sb.Command("echo", "a real echo").Output(ctx)
 	fmt.Printf("%s", out)
 	// Output:
 	// /shared/devs <nil>

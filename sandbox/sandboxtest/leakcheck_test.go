@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
@@ -177,7 +176,7 @@ func TestLiveGoroutines(t *testing.T) {
 	sb, err := c.Create(ctx, sandbox.CreateParams{})
 	require.NoError(t, err)
 	assert.Zero(t, srv2.LiveGoroutines(), "nothing runs between requests")
-	h, err := sb.Start(ctx, &command.Cmd{Name: "sleep", Args: []string{"60"}})
+	h, err := sb.Command("sleep", "60").Start(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, srv2.LiveGoroutines(), "one watcher for the running command")
 
@@ -189,12 +188,12 @@ func TestLiveGoroutines(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return srv2.LiveGoroutines() == 2 }, 5*time.Second, 5*time.Millisecond)
 
-	require.NoError(t, h.Kill(ctx, command.SIGKILL))
+	require.NoError(t, h.Kill(ctx))
 	assert.Error(t, <-waited, "a killed command exits non-zero")
 	require.Eventually(t, func() bool { return srv2.LiveGoroutines() == 0 }, 5*time.Second, 5*time.Millisecond)
 
 	// Close ends everything, including a command still running.
-	_, err = sb.Start(ctx, &command.Cmd{Name: "sleep", Args: []string{"60"}})
+	_, err = sb.Command("sleep", "60").Start(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, srv2.LiveGoroutines())
 	assert.Empty(t, rec.finish()) // closes srv2

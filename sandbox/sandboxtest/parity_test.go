@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
@@ -44,7 +43,7 @@ func TestOfficialSDKParity(t *testing.T) {
 		require.NoError(t, sb.FS().Symlink(ctx, "a.txt", side+"/link"))
 	}
 	// One modification time for both copies, whenever they were written.
-	_, err = sb.Run(ctx, &command.Cmd{Name: "touch", Args: []string{"-d", "@1767225600", "--", "ts/a.txt", "go/a.txt"}})
+	_, err = sb.Command("touch", "-d", "@1767225600", "--", "ts/a.txt", "go/a.txt").Run(ctx)
 	require.NoError(t, err)
 	snapID := snapshotChain(t, c)
 
@@ -127,7 +126,7 @@ func goParity(t *testing.T, sb *sandbox.Sandbox, c *sandbox.Client, snapID strin
 	out["user"] = map[string]any{"name": u.Name(), "home": u.Home()}
 	_, err = sb.CreateUser(ctx, "gouser")
 	out["userAgain"] = errCode(err)
-	who, err := u.Output(ctx, &command.Cmd{Name: "whoami"})
+	who, err := u.Command("whoami").Output(ctx)
 	require.NoError(t, err)
 	out["whoami"] = string(who)
 	g, err := sb.CreateGroup(ctx, "gogroup")

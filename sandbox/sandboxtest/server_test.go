@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -18,7 +17,7 @@ func TestRequestsTo(t *testing.T) {
 	ctx := hygieneCtx(t)
 	sb, err := srv.Client().Create(ctx, sandbox.CreateParams{Name: "filtered"})
 	require.NoError(t, err)
-	_, err = sb.Run(ctx, &command.Cmd{Name: "true"})
+	_, err = sb.Command("true").Run(ctx)
 	require.NoError(t, err)
 	require.NoError(t, sb.Delete(ctx, sandbox.DeleteParams{}))
 

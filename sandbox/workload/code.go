@@ -231,28 +231,22 @@ func (x *CodeExecutor) execute(ctx context.Context, in CodeInput) (*CodeResult, 
 		Setup: []Step{WriteFilesStep("write code", files.FromBytes(lang.File, []byte(in.Code)))},
 		Name:  "run " + langName,
 		Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*Usage, error) {
-			cmd := &command.Cmd{
-				Name:         lang.Command[0],
-				Args:         append(slices.Clone(lang.Command[1:]), lang.File),
-				Timeout:      timeout, // enforced inside the sandbox (SIGKILL)
-				CaptureLimit: limit,
-				KillOnCancel: true,
-			}
+			cmd := sb.Command(lang.Command[0], append(slices.Clone(lang.Command[1:]), lang.File)...)
+			cmd.Timeout = timeout // enforced inside the sandbox (SIGKILL)
+			cmd.CaptureLimit = limit
 			// Client-side backstop in case the sandbox's own timeout does
 			// not end the stream: the command is killed at the deadline.
 			rctx, cancel := context.WithTimeoutCause(ctx, timeout+5*time.Second, errCodeTimeout)
 			defer cancel()
 			began := time.Now()
-			r, err := sb.Run(rctx, cmd)
+			r, err := cmd.Run(rctx)
 			elapsed := time.Since(began)
 			var exitErr *command.ExitError
 			switch {
 			case err == nil || errors.As(err, &exitErr):
 				fill(res, r, elapsed)
-				res.OK = r.ExitCode == 0
-				// SIGKILL (128+9) at or after the timeout: the sandbox
-				// enforced it.
-				res.TimedOut = r.ExitCode == 137 && elapsed >= timeout
+				res.OK = r.ExitCode() == 0
+				res.TimedOut = r.TimedOut
 				return nil, nil
 			case context.Cause(rctx) == errCodeTimeout && ctx.Err() == nil:
 				res.TimedOut = true
@@ -269,7 +263,7 @@ func (x *CodeExecutor) execute(ctx context.Context, in CodeInput) (*CodeResult, 
 var errCodeTimeout = errors.New("code execution timed out")
 
 func fill(res *CodeResult, r *command.Result, elapsed time.Duration) {
-	code := r.ExitCode
+	code := r.ExitCode()
 	res.ExitCode = &code
 	res.Stdout, res.Stderr = string(r.Stdout), string(r.Stderr)
 	res.StdoutTruncated, res.StderrTruncated = r.StdoutTruncated, r.StderrTruncated

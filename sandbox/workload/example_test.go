@@ -53,7 +53,7 @@ func ExampleRunner() {
 		},
 		Name: "script",
 		Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error) {
-			out, err := sb.Output(ctx, &command.Cmd{Name: "node", Args: []string{"main.mjs"}, KillOnCancel: true})
+			out, err := sb.Command("node", "main.mjs").Output(ctx)
 			fmt.Print(string(out))
 			return nil, err
 		},
@@ -143,7 +143,7 @@ func ExampleAcquire() {
 	p := sandbox.CreateParams{Name: "kept-alive"}
 
 	for range 2 {
-		a, err := workload.Acquire(ctx, client, p)
+		a, err := workload.Acquire(ctx, client, p, sandbox.HealthParams{})
 		if err != nil {
 			fmt.Println(err)
 			return

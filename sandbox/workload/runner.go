@@ -40,15 +40,26 @@ func WriteFilesStep(name string, entries ...files.Entry) Step {
 	}}
 }
 
-// CommandStep returns a step that runs cmd attached; a non-zero exit code
-// fails the step. The command is killed when the step's context ends.
+// CommandStep returns a step that runs a command like cmd attached; a
+// non-zero exit code fails the step. The command is killed when the step's
+// context ends. cmd only describes the command, which runs each time the
+// step does: it need not come from Command, and its DetachOnCancel is
+// ignored.
 func CommandStep(name string, cmd *command.Cmd) Step {
 	return Step{Name: name, Run: func(ctx context.Context, sb *sandbox.Sandbox) error {
-		c := *cmd
-		c.KillOnCancel = true
-		_, err := sb.Run(ctx, &c)
+		_, err := commandLike(sb, cmd).Run(ctx)
 		return err
 	}}
+}
+
+// commandLike returns a command of sb with the fields of cmd, killed when
+// its context ends.
+func commandLike(sb *sandbox.Sandbox, cmd *command.Cmd) *command.Cmd {
+	c := sb.Command(cmd.Name, cmd.Args...)
+	c.Env, c.Dir, c.Sudo = cmd.Env, cmd.Dir, cmd.Sudo
+	c.Timeout, c.InactivityTimeout = cmd.Timeout, cmd.InactivityTimeout
+	c.Stdout, c.Stderr, c.CaptureLimit = cmd.Stdout, cmd.Stderr, cmd.CaptureLimit
+	return c
 }
 
 // Job is one unit of work for a Runner.
@@ -58,7 +69,7 @@ type Job struct {
 	Sandbox sandbox.CreateParams
 	// Timeout bounds the whole job, from create to the end of Execute;
 	// 0 means only ctx bounds it. When it passes, the running command is
-	// killed (for commands run with KillOnCancel, as CommandStep does),
+	// killed (unless it set DetachOnCancel; CommandStep's never do),
 	// the sandbox is stopped and the error has CodeTimeout.
 	Timeout time.Duration
 	// Setup runs in order before Execute; a failure ends the job with

@@ -35,7 +35,7 @@ func TestRunnerSuccess(t *testing.T) {
 		},
 		Name: "agent",
 		Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error) {
-			b, err := sb.Output(ctx, &command.Cmd{Name: "node", Args: []string{"agent.mjs"}})
+			b, err := sb.Command("node", "agent.mjs").Output(ctx)
 			out = string(b)
 			return &workload.Usage{InputTokens: 10, OutputTokens: 5}, err
 		},
@@ -130,7 +130,7 @@ func TestRunnerTimeoutKillsAndStops(t *testing.T) {
 	rep, err := r.Run(context.Background(), workload.Job{
 		Timeout: 500 * time.Millisecond,
 		Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error) {
-			_, err := sb.Run(ctx, &command.Cmd{Name: "agent", KillOnCancel: true})
+			_, err := sb.Command("agent").Run(ctx)
 			return nil, err
 		},
 	})

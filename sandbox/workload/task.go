@@ -165,8 +165,9 @@ var (
 )
 
 // Do runs fn as one step of the task. fn gets a context that is cancelled
-// when a stop is requested or the deadline passes; commands it runs should
-// set KillOnCancel (Run does) so that the remote work ends too. Do returns
+// when a stop is requested or the deadline passes; the commands it runs
+// are killed then (unless they set DetachOnCancel), so that the remote
+// work ends too. Do returns
 // fn's error, or an *Error when the task ended during the step
 // (CodeStopped, CodeTimeout, CodeInactive, CodeCancelled) or before it
 // (CodeTaskEnded, fn not called).
@@ -271,26 +272,29 @@ func (t *Task) poll(ctx context.Context, cancel context.CancelCauseFunc) {
 	}
 }
 
-// Run runs cmd as a step (see Do), attached, with KillOnCancel set and the
-// task's inactivity timeout unless cmd sets its own.
+// Run runs a command like cmd as a step (see Do), attached, killed when
+// the step's context ends, with the task's inactivity timeout unless cmd
+// sets its own. cmd only describes the command (see CommandStep); it need
+// not come from Command.
 func (t *Task) Run(ctx context.Context, cmd *command.Cmd) (*command.Result, error) {
 	if err := cmd.Validate(); err != nil {
 		return nil, newError(CodeInvalidInput, err)
 	}
-	c := *cmd
-	c.KillOnCancel = true
-	if c.InactivityTimeout == 0 {
+	inactivity := cmd.InactivityTimeout
+	if inactivity == 0 {
 		switch it := t.opts.InactivityTimeout; {
 		case it == 0:
-			c.InactivityTimeout = DefaultInactivityTimeout
+			inactivity = DefaultInactivityTimeout
 		case it > 0:
-			c.InactivityTimeout = it
+			inactivity = it
 		}
 	}
 	var res *command.Result
-	err := t.Do(ctx, c.String(), func(ctx context.Context, sb *sandbox.Sandbox) error {
+	err := t.Do(ctx, cmd.String(), func(ctx context.Context, sb *sandbox.Sandbox) error {
+		c := commandLike(sb, cmd)
+		c.InactivityTimeout = inactivity
 		var err error
-		res, err = sb.Run(ctx, &c)
+		res, err = c.Run(ctx)
 		return err
 	})
 	return res, err
@@ -356,7 +360,7 @@ type Acquired struct {
 //
 // p.Name is required. Failures are *Error (CodeCreationFailed for a failed
 // create or resume).
-func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, hopts ...sandbox.HealthOption) (*Acquired, error) {
+func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, hp sandbox.HealthParams) (*Acquired, error) {
 	if c == nil {
 		return nil, &Error{Code: CodeInvalidInput, Message: "no sandbox client given"}
 	}
@@ -366,7 +370,7 @@ func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, hop
 	if err := sandbox.ValidateName(p.Name); err != nil {
 		return nil, newError(CodeInvalidInput, err)
 	}
-	h, err := c.Health(ctx, p.Name, "", hopts...)
+	h, err := c.Health(ctx, p.Name, hp)
 	if err != nil {
 		return nil, newError(CodeInvalidInput, err)
 	}

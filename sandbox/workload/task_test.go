@@ -183,26 +183,26 @@ func TestAcquire(t *testing.T) {
 	ctx := context.Background()
 	p := sandbox.CreateParams{Name: "keepalive"}
 
-	a, err := workload.Acquire(ctx, c, p)
+	a, err := workload.Acquire(ctx, c, p, sandbox.HealthParams{})
 	require.NoError(t, err)
 	assert.Equal(t, workload.Created, a.Decision)
 	first := a.Sandbox.SessionID()
 
-	a, err = workload.Acquire(ctx, c, p)
+	a, err = workload.Acquire(ctx, c, p, sandbox.HealthParams{})
 	require.NoError(t, err)
 	assert.Equal(t, workload.Reused, a.Decision)
 	assert.Equal(t, first, a.Sandbox.SessionID())
 	assert.Equal(t, sandbox.Healthy, a.Health.State)
 
 	require.NoError(t, srv.ExpireSession(first)) // now 410
-	a, err = workload.Acquire(ctx, c, p)
+	a, err = workload.Acquire(ctx, c, p, sandbox.HealthParams{})
 	require.NoError(t, err)
 	assert.Equal(t, workload.Resumed, a.Decision)
 	assert.Equal(t, sandbox.Stopped, a.Health.State)
 	assert.NotEqual(t, first, a.Sandbox.SessionID())
 	assert.Len(t, srv.Sandboxes(), 1)
 
-	_, err = workload.Acquire(ctx, c, sandbox.CreateParams{})
+	_, err = workload.Acquire(ctx, c, sandbox.CreateParams{}, sandbox.HealthParams{})
 	assert.ErrorIs(t, err, workload.ErrInvalidInput)
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sbx-go/vercel-sandbox/auth"
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
@@ -48,7 +47,7 @@ func TestOpenLocal(t *testing.T) {
 	require.NoError(t, err)
 	sb2, err := c2.Get(ctx, sb.Name())
 	require.NoError(t, err)
-	res, err := sb2.Output(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "echo hello from $(uname -s)"}})
+	res, err := sb2.Command("sh", "-c", "echo hello from $(uname -s)").Output(ctx)
 	require.NoError(t, err)
 	assert.Contains(t, string(res), "hello from ")
 

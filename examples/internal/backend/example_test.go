@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/examples/internal/backend"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 )
@@ -30,7 +29,7 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	out, err := sb.Output(ctx, &command.Cmd{Name: "echo", Args: []string{"hello"}})
+	out, err := sb.Command("echo", "hello").Output(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}

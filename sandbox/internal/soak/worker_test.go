@@ -183,15 +183,15 @@ func (w *worker) attached(ctx context.Context, rd *round, id string, oc opContex
 	spec := randomCommand(w.rng, id)
 	oc.desc += ", " + spec.String()
 	var stdout, stderr bytes.Buffer
-	cmd := spec.cmd()
+	cmd := spec.cmd(rd.sb)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	res, err := rd.sb.Run(ctx, cmd)
+	res, err := cmd.Run(ctx)
 	var ee *command.ExitError
 	if errors.As(err, &ee) {
 		res, err = ee.Result, nil
 	}
 	if err == nil {
-		w.completed(oc, rd, spec, res.ExitCode, stdout.Bytes(), stderr.Bytes())
+		w.completed(oc, rd, spec, res.ExitCode(), stdout.Bytes(), stderr.Bytes())
 		w.sameCapture(oc, stdout.Bytes(), res.Stdout, stderr.Bytes(), res.Stderr)
 		return nil
 	}
@@ -215,7 +215,7 @@ func (w *worker) sameCapture(oc opContext, stdout, capOut, stderr, capErr []byte
 func (w *worker) detached(ctx context.Context, rd *round, id string, oc opContext) func(context.Context) {
 	spec := randomCommand(w.rng, id)
 	oc.desc += ", " + spec.String()
-	h, err := rd.sb.Start(ctx, spec.cmd())
+	h, err := spec.cmd(rd.sb).Start(ctx)
 	if err != nil {
 		w.failed(oc, rd, spec, err, nil, nil)
 		return nil
@@ -227,10 +227,7 @@ func (w *worker) detached(ctx context.Context, rd *round, id string, oc opContex
 	case 0:
 		oc.desc += ", wait then output"
 		res, waitErr = h.Wait(ctx)
-		var o, e []byte
-		o, e, outErr = h.Output(ctx)
-		stdout.Write(o)
-		stderr.Write(e)
+		outErr = h.CopyOutput(ctx, &stdout, &stderr)
 	case 1:
 		oc.desc += ", logs then wait"
 		for ev, err := range h.Logs(ctx) {
@@ -264,8 +261,8 @@ func (w *worker) detached(ctx context.Context, rd *round, id string, oc opContex
 	if errors.As(waitErr, &ee) {
 		res, waitErr = ee.Result, nil
 	}
-	if waitErr == nil && res.ExitCode != spec.exit {
-		oc.fail("wrong", "wait reported exit code %d, want %d", res.ExitCode, spec.exit)
+	if waitErr == nil && res.ExitCode() != spec.exit {
+		oc.fail("wrong", "wait reported exit code %d, want %d", res.ExitCode(), spec.exit)
 	} else if waitErr != nil {
 		w.countError(oc, waitErr)
 	}
@@ -355,7 +352,9 @@ func (w *worker) replay(ctx context.Context, oc opContext, ref command.Ref, spec
 		oc.fail("setup", "attaching for the replay: %v", err)
 		return
 	}
-	stdout, stderr, err := h.Output(ctx)
+	var outBuf, errBuf bytes.Buffer
+	err = h.CopyOutput(ctx, &outBuf, &errBuf)
+	stdout, stderr := outBuf.Bytes(), errBuf.Bytes()
 	wantOut, wantErr := spec.output()
 	if err != nil {
 		w.tl.add("replay.error."+classify(err), 1)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
 )
 
 // The commands of the soak print known output: numbered lines on stdout,
@@ -92,10 +93,10 @@ func randomText(rng *rand.Rand, n int) string {
 	return string(b)
 }
 
-// cmd returns the command to run.
-func (c commandSpec) cmd() *command.Cmd {
-	return &command.Cmd{Name: "sh", Args: []string{"-c", script, scriptName, c.id,
-		strconv.Itoa(c.lines), strconv.Itoa(c.errEvery), strconv.Itoa(c.sleepEvery), c.sleep, c.pad, strconv.Itoa(c.exit)}}
+// cmd returns the command to run in sb.
+func (c commandSpec) cmd(sb *sandbox.Sandbox) *command.Cmd {
+	return sb.Command("sh", "-c", script, scriptName, c.id,
+		strconv.Itoa(c.lines), strconv.Itoa(c.errEvery), strconv.Itoa(c.sleepEvery), c.sleep, c.pad, strconv.Itoa(c.exit))
 }
 
 // output returns what the command prints on stdout and stderr.

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/fault"
@@ -46,12 +45,12 @@ func ExampleInjector_Inject() {
 		Status: 500,
 		Times:  1,
 	})
-	_, err = sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"hello"}})
+	_, err = sb.Command("echo", "hello").Run(ctx)
 	fmt.Println("outcome unknown:", errors.Is(err, sandbox.ErrUnknownResult))
 	fmt.Println("commands run:", srv.CommandCount(), "fault hits:", h.Hits())
 
 	// The fault is spent; the caller decides to run the command again.
-	out, err := sb.Output(ctx, &command.Cmd{Name: "echo", Args: []string{"hello"}})
+	out, err := sb.Command("echo", "hello").Output(ctx)
 	if err != nil {
 		panic(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/fault"
@@ -199,7 +198,7 @@ func TestFaultBeforeHandlerStartsNothing(t *testing.T) {
 	require.NoError(t, err)
 	e.srv.Inject(fault.Fault{Method: "POST", Path: "/v2/sandboxes/sessions/*/cmd", Status: 500, Times: 1})
 
-	res, err := sb.Run(t.Context(), &command.Cmd{Name: "job"})
+	res, err := sb.Command("job").Run(t.Context())
 	assert.Nil(t, res)
 	var ou *sandbox.OutcomeUnknownError
 	require.ErrorAs(t, err, &ou)
@@ -218,7 +217,7 @@ func TestFaultAfterHandlerRunsOnce(t *testing.T) {
 	require.NoError(t, err)
 	e.srv.Inject(fault.Fault{Method: "POST", Path: "/v2/sandboxes/sessions/*/cmd", Status: 500, Times: 1, AfterHandler: true})
 
-	_, err = sb.Run(t.Context(), &command.Cmd{Name: "job"})
+	_, err = sb.Command("job").Run(t.Context())
 	require.ErrorIs(t, err, sandbox.ErrUnknownResult)
 	cmds := e.srv.Commands()
 	require.Len(t, cmds, 1, "the command ran once")

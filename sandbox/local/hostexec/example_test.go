@@ -41,13 +41,13 @@ func ExampleNew() {
 	if err := sb.FS().WriteFile(ctx, "greeting.txt", []byte("hello from the client"), 0o644); err != nil {
 		log.Fatal(err)
 	}
-	out, err := sb.Output(ctx, &command.Cmd{Name: "cat", Args: []string{"greeting.txt"}})
+	out, err := sb.Command("cat", "greeting.txt").Output(ctx)
 	fmt.Printf("%s %v\n", out, err)
 
-	_, err = sb.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "echo disk full >&2; exit 3"}})
+	_, err = sb.Command("sh", "-c", "echo disk full >&2; exit 3").Run(ctx)
 	var exit *command.ExitError
 	if errors.As(err, &exit) {
-		fmt.Println("exit code:", exit.ExitCode, "stderr:", string(exit.Stderr))
+		fmt.Println("exit code:", exit.ExitCode(), "stderr:", string(exit.Stderr))
 	}
 	// Output:
 	// hello from the client <nil>

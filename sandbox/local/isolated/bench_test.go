@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
@@ -106,7 +105,7 @@ func BenchmarkCommandThroughAPI(b *testing.B) {
 				b.Fatal(err)
 			}
 			for b.Loop() {
-				if _, err := sb.Run(ctx, &command.Cmd{Name: "true"}); err != nil {
+				if _, err := sb.Command("true").Run(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}

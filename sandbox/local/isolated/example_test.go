@@ -6,7 +6,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/isolated"
@@ -42,7 +41,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	out, err := sb.Output(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "id -un; pwd; ls /home"}})
+	out, err := sb.Command("sh", "-c", "id -un; pwd; ls /home").Output(ctx)
 	fmt.Printf("%s%v\n", out, err)
 }
 

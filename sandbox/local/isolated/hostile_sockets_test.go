@@ -194,7 +194,7 @@ func TestProbeHostAbstractSocket(t *testing.T) {
 				addr += ".dgram"
 			}
 			res := h.bash("/vercel/sandbox/sockprobe dial "+netw+" "+addr, sudo)
-			assert.NotEqual(t, 0, res.ExitCode, "sudo=%v %s: %s", sudo, netw, res.Stdout)
+			assert.NotEqual(t, 0, res.ExitCode(), "sudo=%v %s: %s", sudo, netw, res.Stdout)
 			assert.Contains(t, string(res.Stdout), "operation not permitted", "sudo=%v %s: Landlock refuses (EPERM)", sudo, netw)
 		}
 	}
@@ -232,7 +232,7 @@ func TestProbeOwnAbstractSockets(t *testing.T) {
 	h.withSockProbe()
 	for _, sudo := range []bool{false, true} {
 		res := h.bash("/vercel/sandbox/sockprobe self "+probeName(), sudo)
-		assert.Equal(t, 0, res.ExitCode, "sudo=%v: %s%s", sudo, res.Stdout, res.Stderr)
+		assert.Equal(t, 0, res.ExitCode(), "sudo=%v: %s%s", sudo, res.Stdout, res.Stderr)
 		assert.Equal(t, "ok\n", string(res.Stdout), "sudo=%v: a command serves and reaches its own abstract sockets", sudo)
 	}
 }

@@ -59,7 +59,9 @@ func newHostileOn(t *testing.T, iso *isolated.Executor, opts ...local.Option) *h
 // non-zero exit is not an error here.
 func (h *hostile) bash(script string, sudo bool) *command.Result {
 	h.t.Helper()
-	res, err := h.sb.Run(h.t.Context(), &command.Cmd{Name: "bash", Args: []string{"-c", script}, Sudo: sudo})
+	cmd := h.sb.Command("bash", "-c", script)
+	cmd.Sudo = sudo
+	res, err := cmd.Run(h.t.Context())
 	var ee *command.ExitError
 	if !errors.As(err, &ee) {
 		require.NoError(h.t, err)
@@ -99,7 +101,7 @@ func TestProbeWriteOutsideTheSandbox(t *testing.T) {
 	h := newHostile(t)
 	outside := t.TempDir()
 	res := h.bash(fmt.Sprintf("touch %q/x /usr/x /etc/x /x /proc/sys/kernel/x; echo x > /dev/x", outside), true)
-	assert.NotEqual(t, 0, res.ExitCode)
+	assert.NotEqual(t, 0, res.ExitCode())
 	for _, p := range []string{filepath.Join(outside, "x"), "/usr/x", "/etc/x", "/x"} {
 		assert.NoFileExists(t, p, "no host file created")
 	}
@@ -149,7 +151,7 @@ func TestProbeHostLoopbackService(t *testing.T) {
 	h := newHostile(t)
 	port, got := listen(t)
 	res := h.bash(fmt.Sprintf("echo hostile > /dev/tcp/127.0.0.1/%d", port), false)
-	assert.NotEqual(t, 0, res.ExitCode, "the default policy has its own loopback")
+	assert.NotEqual(t, 0, res.ExitCode(), "the default policy has its own loopback")
 	select {
 	case line := <-got:
 		t.Fatalf("the host service received %q", line)
@@ -161,7 +163,7 @@ func TestProbeHostProcesses(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)
 	res := h.bash(`for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr '\0' ' '; echo; done`, true)
-	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	require.Equal(t, 0, res.ExitCode(), string(res.Stderr))
 	self, err := os.Executable()
 	require.NoError(t, err)
 	assert.NotContains(t, string(res.Stdout), filepath.Base(self), "the server's process is invisible")
@@ -195,7 +197,7 @@ func TestProbeControllingTerminal(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)
 	res := h.bash("echo hostile > /dev/tty && echo reached", true)
-	assert.NotEqual(t, 0, res.ExitCode)
+	assert.NotEqual(t, 0, res.ExitCode())
 	assert.NotContains(t, string(res.Stdout), "reached")
 	assert.Contains(t, string(res.Stderr), "No such device or address", "no controlling terminal in a new session")
 }
@@ -226,7 +228,9 @@ func TestProbePlantedLink(t *testing.T) {
 	h := newHostile(t)
 	outside := t.TempDir()
 	h.bash(fmt.Sprintf("ln -s %q /vercel/sandbox/lnk", outside), false)
-	_, err := h.sb.Run(t.Context(), &command.Cmd{Name: "true", Dir: "/vercel/sandbox/lnk/x/y"})
+	cmd := h.sb.Command("true")
+	cmd.Dir = "/vercel/sandbox/lnk/x/y"
+	_, err := cmd.Run(t.Context())
 	assert.Error(t, err, "a working directory behind the link is refused")
 	assert.Error(t, h.sb.FS().Mkdir(t.Context(), "/vercel/sandbox/lnk/made", 0o755))
 	assert.Error(t, h.sb.FS().WriteFile(t.Context(), "/vercel/sandbox/lnk/planted", []byte("x"), 0o644))
@@ -239,7 +243,7 @@ func TestProbeFIFOHang(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)
 	res := h.bash("mkfifo /vercel/sandbox/p /tmp/p; ln -s /tmp/p /vercel/sandbox/l", false)
-	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	require.Equal(t, 0, res.ExitCode(), string(res.Stderr))
 	done := make(chan error, 1)
 	go func() {
 		_, err := h.sb.FS().ReadFile(t.Context(), "/vercel/sandbox/p")
@@ -264,7 +268,7 @@ func TestProbeDiskQuota(t *testing.T) {
 	const quota = 64 << 20
 	h := newHostile(t, local.WithDiskQuota(quota))
 	res := h.bash("for i in $(seq 100); do head -c 100000000 /dev/zero > /tmp/f$i || exit 1; done", false)
-	assert.Equal(t, 137, res.ExitCode, "the command was killed")
+	assert.Equal(t, 137, res.ExitCode(), "the command was killed")
 	assert.Contains(t, string(res.Stderr), "disk quota")
 	used := diskUsage(t, filepath.Join(h.dir, "sandboxes"))
 	t.Logf("on disk when the command was killed: %d MiB (quota %d MiB)", used>>20, quota>>20)
@@ -297,8 +301,7 @@ func TestProbeOutliveStop(t *testing.T) {
 	t.Parallel()
 	h := newHostile(t)
 	const marker = "4242.17"
-	_, err := h.sb.Start(t.Context(), &command.Cmd{Name: "bash", Args: []string{"-c",
-		"m=4242; setsid sleep $m.17 & (trap '' TERM HUP; nohup sleep $m.17 &) & sleep $m.17 & wait"}})
+	_, err := h.sb.Command("bash", "-c", "m=4242; setsid sleep $m.17 & (trap '' TERM HUP; nohup sleep $m.17 &) & sleep $m.17 & wait").Start(t.Context())
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(hostProcesses(t, marker)) == 3 }, 30*time.Second, 20*time.Millisecond)
 	_, err = h.sb.Stop(t.Context())
@@ -316,7 +319,9 @@ func TestProbeForkBombAndMemoryHog(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	res, err := h.sb.Run(ctx, &command.Cmd{Name: "bash", Args: []string{"-c", "b() { b | b & }; b; sleep 2", "bomb4711"}, Timeout: 30 * time.Second})
+	cmd := h.sb.Command("bash", "-c", "b() { b | b & }; b; sleep 2", "bomb4711")
+	cmd.Timeout = 30 * time.Second
+	res, err := cmd.Run(ctx)
 	// However the bomb's shell ends (its own exit, a failed fork of sleep,
 	// its timeout), what matters is what is left.
 	var ee *command.ExitError
@@ -330,6 +335,6 @@ func TestProbeForkBombAndMemoryHog(t *testing.T) {
 	assert.Equal(t, "still responsive\n", string(res.Stdout), "the sandbox works after the bomb")
 
 	res = h.bash("head -c 2000000000 /dev/zero | tail -n 1", false)
-	assert.NotEqual(t, 0, res.ExitCode)
-	assert.Equal(t, isolated.OutcomeMemoryLimit, isolated.OutcomeOf(res.ExitCode, string(res.Stderr)), "the memory hog hit its limit")
+	assert.NotEqual(t, 0, res.ExitCode())
+	assert.Equal(t, isolated.OutcomeMemoryLimit, isolated.OutcomeOf(res.ExitCode(), string(res.Stderr)), "the memory hog hit its limit")
 }

@@ -383,7 +383,7 @@ func TestIsolatedThroughAPI(t *testing.T) {
 	// File API and commands see the same tree, at the same absolute paths.
 	require.NoError(t, sb.FS().WriteFile(ctx, "/vercel/sandbox/app/hello.txt", []byte("from the file API\n"), 0o644))
 	require.NoError(t, sb.FS().WriteFile(ctx, "/tmp/t.txt", []byte("tmp\n"), 0o644))
-	out, err := sb.Output(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "cat /vercel/sandbox/app/hello.txt app/hello.txt /tmp/t.txt; pwd; echo made > app/new.txt"}})
+	out, err := sb.Command("sh", "-c", "cat /vercel/sandbox/app/hello.txt app/hello.txt /tmp/t.txt; pwd; echo made > app/new.txt").Output(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "from the file API\nfrom the file API\ntmp\n/vercel/sandbox\n", string(out))
 	data, err := sb.FS().ReadFile(ctx, "/vercel/sandbox/app/new.txt")
@@ -391,31 +391,35 @@ func TestIsolatedThroughAPI(t *testing.T) {
 	assert.Equal(t, "made\n", string(data))
 
 	// Users.
-	out, err = sb.Output(ctx, &command.Cmd{Name: "id", Args: []string{"-u"}, Sudo: true})
+	cmd := sb.Command("id", "-u")
+	cmd.Sudo = true
+	out, err = cmd.Output(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "0\n", string(out))
-	out, err = sb.Output(ctx, &command.Cmd{Name: "id", Args: []string{"-u"}})
+	out, err = sb.Command("id", "-u").Output(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "1000\n", string(out))
 
 	// Host files are invisible.
 	secret := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(secret, []byte("x"), 0o600))
-	res, err := sb.Run(ctx, &command.Cmd{Name: "cat", Args: []string{secret}})
+	res, err := sb.Command("cat", secret).Run(ctx)
 	var ee *command.ExitError
 	require.ErrorAs(t, err, &ee)
 	assert.Contains(t, string(res.Stderr), "No such file or directory")
 
 	// Memory.
-	res, err = sb.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "head -c 600000000 /dev/zero | tail -n 1"}})
+	res, err = sb.Command("sh", "-c", "head -c 600000000 /dev/zero | tail -n 1").Run(ctx)
 	require.ErrorAs(t, err, &ee)
-	assert.Equal(t, isolated.OutcomeMemoryLimit, isolated.OutcomeOf(res.ExitCode, string(res.Stderr)), string(res.Stderr))
+	assert.Equal(t, isolated.OutcomeMemoryLimit, isolated.OutcomeOf(res.ExitCode(), string(res.Stderr)), string(res.Stderr))
 
 	// A runaway loop is killed at its timeout, with nothing left behind.
 	start := time.Now()
-	res, err = sb.Run(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "m=271; sleep $m.82 & while :; do :; done"}, Timeout: 500 * time.Millisecond})
+	cmd2 := sb.Command("sh", "-c", "m=271; sleep $m.82 & while :; do :; done")
+	cmd2.Timeout = 500 * time.Millisecond
+	res, err = cmd2.Run(ctx)
 	require.Error(t, err)
-	assert.Equal(t, 137, res.ExitCode)
+	assert.Equal(t, 137, res.ExitCode())
 	assert.Less(t, time.Since(start), 30*time.Second)
 	cmds := srv.Commands()
 	assert.True(t, cmds[len(cmds)-1].TimedOut, "the fake records the timeout outcome")
@@ -424,12 +428,13 @@ func TestIsolatedThroughAPI(t *testing.T) {
 	// Network: default policy is loopback only; allow-all opens it.
 	if _, err := exec.LookPath("bash"); err == nil {
 		port, got := listen(t)
-		dial := &command.Cmd{Name: "bash", Args: []string{"-c", fmt.Sprintf("echo via-api > /dev/tcp/127.0.0.1/%d", port)}}
-		_, err = sb.Run(ctx, dial)
+		dial := sb.Command("bash", "-c", fmt.Sprintf("echo via-api > /dev/tcp/127.0.0.1/%d", port))
+		_, err = dial.Run(ctx)
 		require.ErrorAs(t, err, &ee)
 		_, err = sb.SetNetworkPolicy(ctx, sandbox.AllowAll())
 		require.NoError(t, err)
-		_, err = sb.Run(ctx, dial)
+		dial = sb.Command(dial.Name, dial.Args...) // a Cmd runs once
+		_, err = dial.Run(ctx)
 		require.NoError(t, err)
 		select {
 		case line := <-got:
@@ -441,14 +446,14 @@ func TestIsolatedThroughAPI(t *testing.T) {
 
 	// Stop ends a detached command with everything it started; the tree
 	// survives a stop and resume.
-	h, err := sb.Start(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "m=161; sleep $m.80 & sleep $m.80"}})
+	h, err := sb.Command("sh", "-c", "m=161; sleep $m.80 & sleep $m.80").Start(ctx)
 	require.NoError(t, err)
 	_ = h
 	require.Eventually(t, func() bool { return len(hostProcesses(t, "161.80")) == 2 }, 10*time.Second, 20*time.Millisecond)
 	_, err = sb.Stop(ctx)
 	require.NoError(t, err)
 	assert.Eventually(t, func() bool { return len(hostProcesses(t, "161.80")) == 0 }, 5*time.Second, 20*time.Millisecond)
-	out, err = sb.Output(ctx, &command.Cmd{Name: "cat", Args: []string{"app/new.txt"}})
+	out, err = sb.Command("cat", "app/new.txt").Output(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "made\n", string(out))
 }

@@ -35,7 +35,9 @@ func TestUsers(t *testing.T) {
 	require.NoError(t, err)
 	run := func(cmd *command.Cmd) string {
 		t.Helper()
-		out, err := sb.Output(ctx, cmd)
+		c := sb.Command(cmd.Name, cmd.Args...)
+		c.Sudo = cmd.Sudo
+		out, err := c.Output(ctx)
 		require.NoError(t, err)
 		return strings.TrimSpace(string(out))
 	}
@@ -43,12 +45,14 @@ func TestUsers(t *testing.T) {
 	assert.Equal(t, "vercel-sandbox 1000", run(&command.Cmd{Name: "sh", Args: []string{"-c", "echo $(id -un) $(id -u)"}}))
 	assert.Equal(t, "root 0", run(&command.Cmd{Name: "sh", Args: []string{"-c", "echo $(id -un) $(id -u)"}, Sudo: true}))
 
-	_, err = sb.Output(ctx, &command.Cmd{Name: "unshare", Args: []string{"--user", "true"}, Sudo: true})
+	cmd2 := sb.Command("unshare", "--user", "true")
+	cmd2.Sudo = true
+	_, err = cmd2.Output(ctx)
 	assert.Error(t, err, "no user namespace of its own, even as root")
 
 	u, err := sb.CreateUser(ctx, "alice")
 	require.NoError(t, err)
-	res, err := u.Run(ctx, &command.Cmd{Name: "id", Args: []string{"-un"}})
+	res, err := u.Command("id", "-un").Run(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "alice\n", string(res.Stdout))
 	uid := run(&command.Cmd{Name: "id", Args: []string{"-u", "alice"}})
@@ -59,7 +63,7 @@ func TestUsers(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, u.AddToGroup(ctx, "team"))
 	assert.Contains(t, strings.Fields(run(&command.Cmd{Name: "id", Args: []string{"-Gn", "alice"}})), "team")
-	out, err := u.Output(ctx, &command.Cmd{Name: "id", Args: []string{"-Gn"}})
+	out, err := u.Command("id", "-Gn").Output(ctx)
 	require.NoError(t, err)
 	assert.Contains(t, strings.Fields(string(out)), "team", "the user's commands hold its groups")
 	assert.Equal(t, "drwxrws--- vercel-sandbox team", run(&command.Cmd{Name: "stat", Args: []string{"-c", "%A %U %G", g.SharedDir}}))
@@ -67,7 +71,7 @@ func TestUsers(t *testing.T) {
 	run(&command.Cmd{Name: "sh", Args: []string{"-c", "echo hi > /vercel/sandbox/f"}})
 	run(&command.Cmd{Name: "chown", Args: []string{"alice", "/vercel/sandbox/f"}, Sudo: true})
 	assert.Equal(t, "alice", run(&command.Cmd{Name: "stat", Args: []string{"-c", "%U", "/vercel/sandbox/f"}}))
-	_, err = u.Output(ctx, &command.Cmd{Name: "sh", Args: []string{"-c", "echo more >> /vercel/sandbox/f"}})
+	_, err = u.Command("sh", "-c", "echo more >> /vercel/sandbox/f").Output(ctx)
 	require.NoError(t, err, "the owner writes its file")
 
 	// A snapshot keeps the owners: a sandbox made from it has alice's files.
@@ -78,7 +82,7 @@ func TestUsers(t *testing.T) {
 	require.NoError(t, err)
 	restored, err := srv.Client().Create(ctx, sandbox.CreateParams{Name: "users-restored", Source: sandbox.SnapshotSource(snap.ID)})
 	require.NoError(t, err)
-	out, err = restored.Output(ctx, owners)
+	out, err = restored.Command(owners.Name, owners.Args...).Output(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, before, strings.TrimSpace(string(out)), "the snapshot kept the owners")
 
@@ -123,15 +127,17 @@ func TestUserRunsTheProgramOfThatName(t *testing.T) {
 
 	path := map[string]string{"PATH": "/home/alice/bin:/usr/bin:/bin"}
 	for _, n := range names {
-		out, err := u.Output(ctx, &command.Cmd{Name: n, Args: []string{"x"}, Env: path})
+		cmd := u.Command(n, "x")
+		cmd.Env = path
+		out, err := cmd.Output(ctx)
 		if assert.NoError(t, err, "%q", n) {
 			assert.Equal(t, "ran "+n+" as alice x\n", string(out), "the program named %q ran, as the user", n)
 		}
 		// Without a PATH that finds it, the name is looked up as it is.
-		_, err = u.Output(ctx, &command.Cmd{Name: n, Args: []string{"true"}})
+		_, err = u.Command(n, "true").Output(ctx)
 		var exit *command.ExitError
 		if assert.ErrorAs(t, err, &exit, "%q", n) {
-			assert.Equal(t, 127, exit.ExitCode, "%q", n)
+			assert.Equal(t, 127, exit.ExitCode(), "%q", n)
 			assert.Contains(t, string(exit.Stderr), n+": not found", "%q", n)
 		}
 	}

@@ -83,26 +83,31 @@ func scenario(t *testing.T, client *sandbox.Client) transcript {
 	}, files.WriteParams{}))
 
 	var out bytes.Buffer
-	res, err := sb.Run(ctx, &command.Cmd{Name: "build", Args: []string{"--jwt", canaryJWT}, Stdout: &out, Stderr: &out})
+	cmd := sb.Command("build", "--jwt", canaryJWT)
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	res, err := cmd.Run(ctx)
 	require.NoError(t, err)
-	tr.Run, tr.RunExit = out.String(), res.ExitCode
+	tr.Run, tr.RunExit = out.String(), res.ExitCode()
 
-	_, err = sb.Run(ctx, &command.Cmd{Name: "fail"})
+	_, err = sb.Command("fail").Run(ctx)
 	var exitErr *command.ExitError
 	require.ErrorAs(t, err, &exitErr)
-	tr.FailExit, tr.FailStderr = exitErr.ExitCode, string(exitErr.Stderr)
+	tr.FailExit, tr.FailStderr = exitErr.ExitCode(), string(exitErr.Stderr)
 
-	envOut, err := sb.Output(ctx, &command.Cmd{Name: "env", Env: map[string]string{"PLAIN": "visible"}})
+	cmd2 := sb.Command("env")
+	cmd2.Env = map[string]string{"PLAIN": "visible"}
+	envOut, err := cmd2.Output(ctx)
 	require.NoError(t, err)
 	tr.Env = string(envOut)
 
-	h, err := sb.Start(ctx, &command.Cmd{Name: "serve"})
+	h, err := sb.Command("serve").Start(ctx)
 	require.NoError(t, err)
 	wres, err := h.Wait(ctx)
 	require.NoError(t, err)
-	stdout, _, err := h.Output(ctx)
+	stdout, err := h.Output(ctx)
 	require.NoError(t, err)
-	tr.Detached, tr.DetachedExit = string(stdout), wres.ExitCode
+	tr.Detached, tr.DetachedExit = string(stdout), wres.ExitCode()
 
 	data, err := sb.FS().ReadFile(ctx, "hello.txt")
 	require.NoError(t, err)
@@ -113,7 +118,7 @@ func scenario(t *testing.T, client *sandbox.Client) transcript {
 	tr.Stopped = string(st.Session.Status)
 
 	// The session is stopped: this run gets 410, resumes, and runs again.
-	again, err := sb.Output(ctx, &command.Cmd{Name: "echo", Args: []string{"again"}})
+	again, err := sb.Command("echo", "again").Output(ctx)
 	require.NoError(t, err)
 	tr.Resumed = string(again)
 	_, err = sb.Stop(ctx)
@@ -225,7 +230,7 @@ func TestSecretsNeverWritten(t *testing.T) {
 	sb, err := client.Create(ctx, sandbox.CreateParams{Name: "plain-name"})
 	require.NoError(t, err)
 	// Secrets echoed in output are redacted too.
-	_, err = sb.Output(ctx, &command.Cmd{Name: "echo", Args: []string{canaryToken, "explicit-secret-value", canaryJWT}})
+	_, err = sb.Command("echo", canaryToken, "explicit-secret-value", canaryJWT).Output(ctx)
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 
@@ -257,9 +262,11 @@ func TestStreamIsNotHeldBack(t *testing.T) {
 			once.Do(func() { close(release) })
 		}
 	}
-	res, err := sb.Run(ctx, &command.Cmd{Name: "slow", Stdout: writerFunc(seen)})
+	cmd := sb.Command("slow")
+	cmd.Stdout = writerFunc(seen)
+	res, err := cmd.Run(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, 0, res.ExitCode)
+	assert.Equal(t, 0, res.ExitCode())
 	assert.Equal(t, "first\nsecond\n", string(res.Stdout))
 	require.NoError(t, c.Close())
 
@@ -291,7 +298,7 @@ func TestUnmatchedRequestShowsDiff(t *testing.T) {
 	ctx := context.Background()
 	sb, err := client.Create(ctx, sandbox.CreateParams{Runtime: "node24", Env: map[string]string{"API_TOKEN": "x-secret-value"}})
 	require.NoError(t, err)
-	_, err = sb.Run(ctx, &command.Cmd{Name: "build", Args: []string{"--jwt", "--other"}})
+	_, err = sb.Command("build", "--jwt", "--other").Run(ctx)
 	require.Error(t, err)
 	require.ErrorIs(t, err, cassette.ErrNoMatch)
 	var mm *cassette.MismatchError
@@ -450,7 +457,7 @@ func TestReplayTiming(t *testing.T) {
 	ctx := context.Background()
 	sb, err := client.Create(ctx, sandbox.CreateParams{Name: "timing"})
 	require.NoError(t, err)
-	_, err = sb.Run(ctx, &command.Cmd{Name: "tick"})
+	_, err = sb.Command("tick").Run(ctx)
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 
@@ -463,7 +470,9 @@ func TestReplayTiming(t *testing.T) {
 		sb, err := client.Create(ctx, sandbox.CreateParams{Name: "timing"})
 		require.NoError(t, err)
 		var times []time.Time
-		_, err = sb.Run(ctx, &command.Cmd{Name: "tick", Stdout: writerFunc(func([]byte) { times = append(times, time.Now()) })})
+		cmd := sb.Command("tick")
+		cmd.Stdout = writerFunc(func([]byte) { times = append(times, time.Now()) })
+		_, err = cmd.Run(ctx)
 		require.NoError(t, err)
 		require.Len(t, times, 2)
 		return times[1].Sub(times[0])
@@ -482,7 +491,7 @@ func TestReplayRecordedStreamCut(t *testing.T) {
 	ctx := context.Background()
 	sb, err := client.Create(ctx, sandbox.CreateParams{Name: "cut"})
 	require.NoError(t, err)
-	h, err := sb.Start(ctx, &command.Cmd{Name: "hang"})
+	h, err := sb.Command("hang").Start(ctx)
 	require.NoError(t, err)
 	// Read the first log frame, then give up on the stream.
 	for ev, err := range h.Logs(ctx) {
@@ -490,7 +499,7 @@ func TestReplayRecordedStreamCut(t *testing.T) {
 		assert.Equal(t, "partial\n", string(ev.Data))
 		break
 	}
-	require.NoError(t, h.Kill(ctx, command.SIGKILL))
+	require.NoError(t, h.Kill(ctx))
 	require.NoError(t, c.Close())
 
 	raw, err := os.ReadFile(path)
@@ -503,14 +512,14 @@ func TestReplayRecordedStreamCut(t *testing.T) {
 	client = replayClient(t, c)
 	sb, err = client.Create(ctx, sandbox.CreateParams{Name: "cut"})
 	require.NoError(t, err)
-	h, err = sb.Start(ctx, &command.Cmd{Name: "hang"})
+	h, err = sb.Command("hang").Start(ctx)
 	require.NoError(t, err)
 	for ev, err := range h.Logs(ctx) {
 		require.NoError(t, err)
 		assert.Equal(t, "partial\n", string(ev.Data))
 		break
 	}
-	require.NoError(t, h.Kill(ctx, command.SIGKILL))
+	require.NoError(t, h.Kill(ctx))
 }
 
 func TestNewUsesEnvironment(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/cassette"
 )
@@ -120,16 +119,16 @@ func Example_sandboxClient() {
 		fmt.Println(err)
 		return
 	}
-	res, err := sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"hello", "from", "a", "cassette"}})
+	res, err := sb.Command("echo", "hello", "from", "a", "cassette").Run(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("exit %d: %s", res.ExitCode, res.Stdout)
+	fmt.Printf("exit %d: %s", res.ExitCode(), res.Stdout)
 	fmt.Println("session:", sb.SessionID())
 
 	// A request the cassette does not hold fails with a diff.
-	_, err = sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"bye"}})
+	_, err = sb.Command("echo", "bye").Run(ctx)
 	fmt.Println(errors.Is(err, cassette.ErrNoMatch))
 	// Output:
 	// exit 0: hello from a cassette

@@ -28,7 +28,7 @@ func exampleScenario(ctx context.Context, client *sandbox.Client) (*command.Resu
 	if err != nil {
 		return nil, err
 	}
-	res, err := sb.Run(ctx, &command.Cmd{Name: "echo", Args: []string{"hello", "from", "a", "cassette"}})
+	res, err := sb.Command("echo", "hello", "from", "a", "cassette").Run(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest/cassette"
@@ -54,9 +53,10 @@ func TestSecretSplitAcrossFramesNeverWritten(t *testing.T) {
 	}
 	steps = steps.Stdout("end\n").Exit(0)
 	var printed string
-	split := &command.Cmd{Name: "split", Env: map[string]string{"GH_PAT": pat}}
 	raw, path := recordOne(t, steps, func(ctx context.Context, sb *sandbox.Sandbox) {
-		out, err := sb.Output(ctx, split)
+		split := sb.Command("split")
+		split.Env = map[string]string{"GH_PAT": pat}
+		out, err := split.Output(ctx)
 		require.NoError(t, err)
 		printed = string(out)
 	}, cassette.WithRedact(explicit))
@@ -75,7 +75,9 @@ func TestSecretSplitAcrossFramesNeverWritten(t *testing.T) {
 	defer c.Close()
 	sb, err := replayClient(t, c).Create(t.Context(), sandbox.CreateParams{Name: "secrets"})
 	require.NoError(t, err)
-	out, err := sb.Output(t.Context(), split)
+	split := sb.Command("split")
+	split.Env = map[string]string{"GH_PAT": pat}
+	out, err := split.Output(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, strings.Repeat("value=REDACTED\n", len(secrets))+"end\n", string(out), "the replay reads the output with the secrets hidden")
 }
@@ -93,7 +95,9 @@ func TestSecretNamedVariablesNeverWritten(t *testing.T) {
 		"KEYBOARD":             "visible-keyboard-layout",
 	}
 	raw, _ := recordOne(t, sandboxtest.Steps{}.Exit(0), func(ctx context.Context, sb *sandbox.Sandbox) {
-		out, err := sb.Output(ctx, &command.Cmd{Name: "env", Env: env})
+		cmd := sb.Command("env")
+		cmd.Env = env
+		out, err := cmd.Output(ctx)
 		require.NoError(t, err)
 		require.Contains(t, string(out), "GH_PAT=gh-pat-value-1f2e3d", "the command saw its environment")
 	})

@@ -29,7 +29,7 @@ import (
 const (
 	ScenarioLifecycle = "lifecycle" // create, get, list, update, stop, delete
 	ScenarioAttached  = "attached"  // Run: stdout/stderr, exit codes, env, cwd
-	ScenarioDetached  = "detached"  // Start, Ref round trip, reattach, Wait, Logs, Kill
+	ScenarioDetached  = "detached"  // Start, Ref round trip, reattach, Wait, Logs, Signal
 	ScenarioFiles     = "files"     // WriteFiles, ReadFile, Mkdir, a missing file
 	ScenarioResume    = "resume"    // a stopped sandbox resumes with its files
 	ScenarioErrors    = "errors"    // ErrNotFound; InputError before any request
@@ -225,7 +225,7 @@ func readString(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, p string
 }
 
 // sh returns a command running a shell line.
-func sh(line string) *command.Cmd { return &command.Cmd{Name: "sh", Args: []string{"-c", line}} }
+func sh(sb *sandbox.Sandbox, line string) *command.Cmd { return sb.Command("sh", "-c", line) }
 
 func (c *conformance) runLifecycle(t *testing.T, ctx context.Context) {
 	name := c.name(ScenarioLifecycle)
@@ -315,14 +315,14 @@ func (c *conformance) runAttached(t *testing.T, ctx context.Context) {
 	// (as the bytes arrive) and in the result. The pause keeps the order
 	// of the two frames the same on every run.
 	var stdout, stderr bytes.Buffer
-	cmd := sh("printf out; sleep 0.2; printf err >&2")
+	cmd := sh(sb, "printf out; sleep 0.2; printf err >&2")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	res, err := sb.Run(ctx, cmd)
+	res, err := cmd.Run(ctx)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if res.ExitCode != 0 || string(res.Stdout) != "out" || string(res.Stderr) != "err" {
-		t.Errorf("Run: exit %d, stdout %q, stderr %q; want 0, \"out\", \"err\"", res.ExitCode, res.Stdout, res.Stderr)
+	if res.ExitCode() != 0 || string(res.Stdout) != "out" || string(res.Stderr) != "err" {
+		t.Errorf("Run: exit %d, stdout %q, stderr %q; want 0, \"out\", \"err\"", res.ExitCode(), res.Stdout, res.Stderr)
 	}
 	if stdout.String() != "out" || stderr.String() != "err" {
 		t.Errorf("Run: writers got stdout %q, stderr %q; want \"out\", \"err\"", stdout.String(), stderr.String())
@@ -332,21 +332,21 @@ func (c *conformance) runAttached(t *testing.T, ctx context.Context) {
 	}
 
 	// A non-zero exit is an *command.ExitError that carries the result.
-	res, err = sb.Run(ctx, sh("printf boom >&2; exit 3"))
+	res, err = sh(sb, "printf boom >&2; exit 3").Run(ctx)
 	var exit *command.ExitError
 	switch {
 	case !errors.As(err, &exit):
 		t.Errorf("Run(exit 3): error %v, want *command.ExitError", err)
-	case exit.ExitCode != 3 || string(exit.Stderr) != "boom":
-		t.Errorf("Run(exit 3): ExitError exit %d, stderr %q; want 3, \"boom\"", exit.ExitCode, exit.Stderr)
-	case res == nil || res.ExitCode != 3:
+	case exit.ExitCode() != 3 || string(exit.Stderr) != "boom":
+		t.Errorf("Run(exit 3): ExitError exit %d, stderr %q; want 3, \"boom\"", exit.ExitCode(), exit.Stderr)
+	case res == nil || res.ExitCode() != 3:
 		t.Errorf("Run(exit 3): result %+v, want exit code 3", res)
 	}
 
 	// The command's environment is layered over the sandbox's.
-	cmd = sh(`printf '%s' "$CONFORMANCE_GREETING"`)
+	cmd = sh(sb, `printf '%s' "$CONFORMANCE_GREETING"`)
 	cmd.Env = map[string]string{"CONFORMANCE_GREETING": "hello, conformance"}
-	out, err := sb.Output(ctx, cmd)
+	out, err := cmd.Output(ctx)
 	if err != nil || string(out) != "hello, conformance" {
 		t.Errorf("Output(env): %q, %v; want \"hello, conformance\"", out, err)
 	}
@@ -356,14 +356,14 @@ func (c *conformance) runAttached(t *testing.T, ctx context.Context) {
 		t.Fatalf("Mkdir: %v", err)
 	}
 	write(t, ctx, sb, "workdir/marker.txt", "in workdir")
-	cmd = sh("cat marker.txt")
+	cmd = sh(sb, "cat marker.txt")
 	cmd.Dir = path.Join(sb.Cwd(), "workdir")
-	out, err = sb.Output(ctx, cmd)
+	out, err = cmd.Output(ctx)
 	if err != nil || string(out) != "in workdir" {
 		t.Errorf("Output(Dir=workdir): %q, %v; want \"in workdir\"", out, err)
 	}
 	// Without Dir a command runs in the session's working directory.
-	out, err = sb.Output(ctx, sh("cat workdir/marker.txt"))
+	out, err = sh(sb, "cat workdir/marker.txt").Output(ctx)
 	if err != nil || string(out) != "in workdir" {
 		t.Errorf("Output(default cwd): %q, %v; want \"in workdir\"", out, err)
 	}
@@ -373,7 +373,7 @@ func (c *conformance) runDetached(t *testing.T, ctx context.Context) {
 	name := c.name(ScenarioDetached)
 	sb := c.newSandbox(t, ctx, ScenarioDetached, false)
 
-	h, err := sb.Start(ctx, sh("printf started; sleep 0.3; printf finished >&2; exit 5"))
+	h, err := sh(sb, "printf started; sleep 0.3; printf finished >&2; exit 5").Start(ctx)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -401,10 +401,10 @@ func (c *conformance) runDetached(t *testing.T, ctx context.Context) {
 	}
 	res, err := re.Wait(ctx)
 	var exit *command.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode != 5 {
+	if !errors.As(err, &exit) || exit.ExitCode() != 5 {
 		t.Errorf("Wait: %v, want *command.ExitError with exit code 5", err)
 	}
-	if res == nil || res.ExitCode != 5 || res.CommandID != ref.CommandID {
+	if res == nil || res.ExitCode() != 5 || res.CommandID != ref.CommandID {
 		t.Errorf("Wait: result %+v, want command %s with exit code 5", res, ref.CommandID)
 	}
 	info, err := h.Info(ctx)
@@ -424,10 +424,10 @@ func (c *conformance) runDetached(t *testing.T, ctx context.Context) {
 		t.Errorf("Logs replay: %q, want %q", events, want)
 	}
 
-	// Kill delivers the signal: the shell's trap runs and sets the exit
+	// Signal delivers the signal: the shell's trap runs and sets the exit
 	// code. The trap pauses so that the command is still running when the
 	// kill is answered.
-	k, err := sb.Start(ctx, sh(`trap 'sleep 0.3; printf terminated; exit 7' TERM; printf ready; sleep 60 & wait`))
+	k, err := sh(sb, `trap 'sleep 0.3; printf terminated; exit 7' TERM; printf ready; sleep 60 & wait`).Start(ctx)
 	if err != nil {
 		t.Fatalf("Start(trap): %v", err)
 	}
@@ -442,19 +442,19 @@ func (c *conformance) runDetached(t *testing.T, ctx context.Context) {
 		break
 	}
 	began := time.Now()
-	if err := k.Kill(ctx, command.SIGTERM); err != nil {
-		t.Fatalf("Kill: %v", err)
+	if err := k.Signal(ctx, command.SIGTERM); err != nil {
+		t.Fatalf("Signal: %v", err)
 	}
 	res, err = k.Wait(ctx)
-	if !errors.As(err, &exit) || exit.ExitCode != 7 {
-		t.Errorf("Wait after Kill: %v (result %+v), want *command.ExitError with exit code 7", err, res)
+	if !errors.As(err, &exit) || exit.ExitCode() != 7 {
+		t.Errorf("Wait after Signal: %v (result %+v), want *command.ExitError with exit code 7", err, res)
 	}
 	if d := time.Since(began); d > 30*time.Second {
 		t.Errorf("the killed command ended after %s; the signal did not stop it", d)
 	}
-	stdout, stderr, err := k.Output(ctx)
-	if err != nil || string(stdout) != "readyterminated" || len(stderr) != 0 {
-		t.Errorf("Output after Kill: stdout %q, stderr %q, %v; want \"readyterminated\", \"\"", stdout, stderr, err)
+	stdout, err := k.Output(ctx)
+	if !errors.As(err, &exit) || string(stdout) != "readyterminated" || len(exit.Stderr) != 0 {
+		t.Errorf("Output after Signal: stdout %q, %v; want \"readyterminated\", no stderr and exit code 7", stdout, err)
 	}
 }
 
@@ -477,7 +477,7 @@ func (c *conformance) runFiles(t *testing.T, ctx context.Context) {
 	}
 	// Files written by the client are seen by commands, and the other way
 	// round.
-	out, err := sb.Output(ctx, sh("cat conf/a.txt; printf gamma > conf/c.txt"))
+	out, err := sh(sb, "cat conf/a.txt; printf gamma > conf/c.txt").Output(ctx)
 	if err != nil || string(out) != "alpha\n" {
 		t.Errorf("Output(cat): %q, %v; want \"alpha\\n\"", out, err)
 	}
@@ -488,7 +488,7 @@ func (c *conformance) runFiles(t *testing.T, ctx context.Context) {
 	if err := sb.FS().Mkdir(ctx, "conf/made", 0o755); err != nil {
 		t.Fatalf("Mkdir: %v", err)
 	}
-	out, err = sb.Output(ctx, &command.Cmd{Name: "ls", Args: []string{"conf"}})
+	out, err = sb.Command("ls", "conf").Output(ctx)
 	if want := "a.txt\nc.txt\nmade\nnested\n"; err != nil || string(out) != want {
 		t.Errorf("ls conf after Mkdir: %q, %v; want %q", out, err, want)
 	}
@@ -516,7 +516,7 @@ func (c *conformance) runResume(t *testing.T, ctx context.Context) {
 	if sb.SessionID() == first || sb.SessionID() == "" {
 		t.Errorf("after resume the session is %q, want a new one (the first was %s)", sb.SessionID(), first)
 	}
-	out, err := sb.Output(ctx, sh("cat keep/state.txt"))
+	out, err := sh(sb, "cat keep/state.txt").Output(ctx)
 	if err != nil || string(out) != "kept across sessions" {
 		t.Errorf("Output(cat) after resume: %q, %v", out, err)
 	}

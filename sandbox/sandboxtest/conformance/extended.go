@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 )
 
@@ -117,7 +116,7 @@ func (c *conformance) runUsers(t *testing.T, ctx context.Context) {
 	if _, err := sb.CreateUser(ctx, user); !errors.Is(err, sandbox.ErrUserExists) {
 		t.Errorf("CreateUser twice: %v, want ErrUserExists", err)
 	}
-	out, err := u.Output(ctx, &command.Cmd{Name: "whoami"})
+	out, err := u.Command("whoami").Output(ctx)
 	if err != nil || string(out) != user+"\n" {
 		t.Errorf("whoami as the user: %q, %v", out, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 )
 
@@ -37,29 +36,35 @@ func (c *conformance) runHosted(t *testing.T, ctx context.Context) {
 		t.Errorf("Mkdir under a missing parent: got %v, want fs.ErrNotExist", err)
 	}
 
-	res, err := sb.Run(ctx, &command.Cmd{Name: "no-such-executable-conformance"})
+	res, err := sb.Command("no-such-executable-conformance").Run(ctx)
 	if !errors.Is(err, sandbox.ErrExecutableNotFound) || res != nil {
 		t.Errorf("missing executable: got %v, %v; want ErrExecutableNotFound and no result", res, err)
 	}
 	big := map[string]string{"BIG": strings.Repeat("x", 5000)}
-	if _, err := sb.Run(ctx, &command.Cmd{Name: "true", Env: big}); !errors.Is(err, sandbox.ErrInvalidInput) {
+	cmd := sb.Command("true")
+	cmd.Env = big
+	if _, err := cmd.Run(ctx); !errors.Is(err, sandbox.ErrInvalidInput) {
 		t.Errorf("env above 4 KB: got %v, want ErrInvalidInput before any request", err)
 	}
 
-	h, err := sb.Start(ctx, sh("printf done"))
+	h, err := sh(sb, "printf done").Start(ctx)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	if _, err := h.Wait(ctx); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
-	if out, _, err := h.Output(ctx); err != nil || string(out) != "done" {
+	if out, err := h.Output(ctx); err != nil || string(out) != "done" {
 		t.Errorf("Output: %q, %v", out, err)
 	}
 	if _, err := sb.Stop(ctx); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	if _, err := h.Wait(ctx); !errors.Is(err, sandbox.ErrGone) {
+	stale, err := c.client.Attach(h.Ref())
+	if err != nil {
+		t.Fatalf("Attach: %v", err)
+	}
+	if _, err := stale.Wait(ctx); !errors.Is(err, sandbox.ErrGone) {
 		t.Errorf("Wait on a command of a stopped session: got %v, want ErrGone", err)
 	}
 

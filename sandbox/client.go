@@ -104,8 +104,8 @@ type RoundTripFunc = httpcore.RoundTripFunc
 // A method's name says which key it takes: Get, Resume, Update, Stop,
 // Delete, Fork and Health take a sandbox name; the methods named for a
 // session (GetSession, StopSession, ExtendSessionTimeout,
-// SetSessionNetworkPolicy, SnapshotSession, OpenSessionInteractive) take a
-// session id; those named for a snapshot a snapshot id, and those named for
+// SetSessionNetworkPolicy, SnapshotSession, OpenSessionInteractive,
+// SessionHealth) take a session id; those named for a snapshot a snapshot id, and those named for
 // a drive a drive name.
 type Client struct {
 	core       *httpcore.Client

@@ -24,7 +24,7 @@ func TestChain(t *testing.T) {
 	skipWhy := ProviderFunc(func(context.Context) (Credentials, error) {
 		return Credentials{}, notApplicable(errors.New("no widget configured"))
 	})
-	good := Static("tok", "team", "prj")
+	good := Static(Credentials{Token: "tok", TeamID: "team", ProjectID: "prj"})
 	boom := errors.New("boom")
 	bad := ProviderFunc(func(context.Context) (Credentials, error) { return Credentials{}, boom })
 
@@ -54,7 +54,7 @@ func TestChainInvalidate(t *testing.T) {
 	var a, b []string
 	p := Chain(
 		invalidatorFunc{ProviderFunc: func(context.Context) (Credentials, error) { return Credentials{}, ErrNotApplicable }, got: &a},
-		Static("tok", "team", "prj"),
+		Static(Credentials{Token: "tok", TeamID: "team", ProjectID: "prj"}),
 		invalidatorFunc{got: &b},
 	)
 	inv, ok := p.(Invalidator)

@@ -44,7 +44,7 @@ func TestProvidersNeverPrintToken(t *testing.T) {
 	t.Parallel()
 	const secret = "super-secret-token-value"
 	for _, p := range []Provider{
-		Static(secret, "team", "prj"),
+		Static(Credentials{Token: secret, TeamID: "team", ProjectID: "prj"}),
 		Default(DefaultOptions{Token: secret, TeamID: "team", ProjectID: "prj"}),
 	} {
 		for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
@@ -55,7 +55,7 @@ func TestProvidersNeverPrintToken(t *testing.T) {
 
 func TestStatic(t *testing.T) {
 	t.Parallel()
-	c, err := Static("tok", "team", "prj").Credentials(context.Background())
+	c, err := Static(Credentials{Token: "tok", TeamID: "team", ProjectID: "prj"}).Credentials(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, Credentials{Token: "tok", TeamID: "team", ProjectID: "prj", Source: SourceExplicit}, c)
 }

@@ -88,7 +88,7 @@ func TestDefault_ExplicitPartialFailsWithoutFallThrough(t *testing.T) {
 			assert.Zero(t, env.Reads(EnvOIDCToken), "the chain must stop at explicit params")
 
 			// Static gives the same answer.
-			_, err = Static(tt.token, tt.team, tt.project).Credentials(context.Background())
+			_, err = Static(Credentials{Token: tt.token, TeamID: tt.team, ProjectID: tt.project}).Credentials(context.Background())
 			require.Error(t, err)
 			assert.Equal(t, mp.Error(), err.Error())
 		})
@@ -98,11 +98,11 @@ func TestDefault_ExplicitPartialFailsWithoutFallThrough(t *testing.T) {
 // Test 3.
 func TestExplicitEmptyStringIsMissing(t *testing.T) {
 	t.Parallel()
-	_, err := Static("", "team", "prj").Credentials(context.Background())
+	_, err := Static(Credentials{Token: "", TeamID: "team", ProjectID: "prj"}).Credentials(context.Background())
 	assert.EqualError(t, err, "Missing credentials parameters to access the Vercel API: token")
-	_, err = Static("tok", "", "prj").Credentials(context.Background())
+	_, err = Static(Credentials{Token: "tok", TeamID: "", ProjectID: "prj"}).Credentials(context.Background())
 	assert.EqualError(t, err, "Missing credentials parameters to access the Vercel API: teamId")
-	_, err = Static("", "", "").Credentials(context.Background())
+	_, err = Static(Credentials{Token: "", TeamID: "", ProjectID: ""}).Credentials(context.Background())
 	assert.EqualError(t, err, "Missing credentials parameters to access the Vercel API: token, teamId, projectId")
 
 	// The deviation from the TypeScript SDK is documented on both Static and Default.
@@ -460,7 +460,8 @@ func TestDefault_LinkedProjectTier(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		asked := 0
-		ref := RefresherFunc(func(_ context.Context, project, team string) (string, error) {
+		ref := RefresherFunc(func(_ context.Context, target Target) (string, error) {
+			project, team := target.ProjectID, target.TeamID
 			asked++
 			assert.Empty(t, project+team, "no claims to go by")
 			return minted, nil

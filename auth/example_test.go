@@ -13,7 +13,7 @@ import (
 )
 
 func ExampleStatic() {
-	p := auth.Static("my-access-token", "team_123", "prj_456")
+	p := auth.Static(auth.Credentials{Token: "my-access-token", TeamID: "team_123", ProjectID: "prj_456"})
 	c, err := p.Credentials(context.Background())
 	if err != nil {
 		panic(err)
@@ -23,7 +23,7 @@ func ExampleStatic() {
 }
 
 func ExampleStatic_missing() {
-	_, err := auth.Static("my-access-token", "", "").Credentials(context.Background())
+	_, err := auth.Static(auth.Credentials{Token: "my-access-token", TeamID: "", ProjectID: ""}).Credentials(context.Background())
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, auth.ErrMissingParams))
 	// Output:
@@ -94,7 +94,7 @@ func ExampleChain() {
 			}
 			return auth.Credentials{Token: tok, TeamID: c.OwnerID, ProjectID: c.ProjectID, Source: auth.SourceOIDCContext}, nil
 		}),
-		auth.Static("my-access-token", "team_123", "prj_456"),
+		auth.Static(auth.Credentials{Token: "my-access-token", TeamID: "team_123", ProjectID: "prj_456"}),
 	)
 	c, _ := p.Credentials(context.Background())
 	fmt.Println(c.Source)
@@ -106,8 +106,8 @@ func ExampleNewOIDCProvider() {
 		Source: auth.FromEnv(auth.EnvOIDCToken),
 		// Renew the token before it expires; vercelcli.LinkedProjectRefresher
 		// does it with the Vercel CLI login.
-		Refresher: auth.RefresherFunc(func(ctx context.Context, projectID, teamID string) (string, error) {
-			return "", errors.New("no way to renew in this example")
+		Refresher: auth.RefresherFunc(func(ctx context.Context, t auth.Target) (string, error) {
+			return "", fmt.Errorf("no way to renew a token for project %q in this example", t.ProjectID)
 		}),
 		OnRefreshError: func(err error) {
 			fmt.Println("OIDC refresh failed:", err)

@@ -145,9 +145,9 @@ func (r mintRefresher) Linked() error {
 	return nil
 }
 
-func (r mintRefresher) Refresh(ctx context.Context, project, team string) (string, error) {
+func (r mintRefresher) Refresh(ctx context.Context, t Target) (string, error) {
 	r.f.mu.Lock()
-	project, team = cmp.Or(project, r.f.project), cmp.Or(team, r.f.team)
+	project, team := cmp.Or(t.ProjectID, r.f.project), cmp.Or(t.TeamID, r.f.team)
 	r.f.mu.Unlock()
 	if project == "" {
 		return "", errNotLinked

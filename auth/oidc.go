@@ -24,23 +24,29 @@ const (
 	DefaultRefreshBackoff = 10 * time.Second
 )
 
-// Refresher obtains a new OIDC token for a project. projectID and teamID
-// come from the claims of the current token and may be empty when there is
+// Target names the project a token is minted for, and its team.
+type Target struct {
+	ProjectID string
+	TeamID    string
+}
+
+// Refresher obtains a new OIDC token for a project. The target's ids come
+// from the claims of the current token and may be empty when there is
 // none; the refresher decides how to fill them in. Refresh must return when
 // ctx ends.
 type Refresher interface {
-	Refresh(ctx context.Context, projectID, teamID string) (token string, err error)
+	Refresh(ctx context.Context, t Target) (token string, err error)
 }
 
 // RefresherFunc adapts a function to Refresher.
-type RefresherFunc func(ctx context.Context, projectID, teamID string) (string, error)
+type RefresherFunc func(ctx context.Context, t Target) (string, error)
 
 // Refresh calls f. A nil f gives an *InputError.
-func (f RefresherFunc) Refresh(ctx context.Context, projectID, teamID string) (string, error) {
+func (f RefresherFunc) Refresh(ctx context.Context, t Target) (string, error) {
 	if f == nil {
 		return "", apierr.Invalid("RefresherFunc", "nil function")
 	}
-	return f(ctx, projectID, teamID)
+	return f(ctx, t)
 }
 
 // OIDCOptions configure NewOIDCProvider. Source, Refresher or both must
@@ -276,7 +282,7 @@ func (p *OIDCProvider) refresh(ctx context.Context, project, team string, gen ui
 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
 	defer cancel()
-	tok, err := p.refresher.Refresh(rctx, project, team)
+	tok, err := p.refresher.Refresh(rctx, Target{ProjectID: project, TeamID: team})
 	if err != nil {
 		// A refresher's error may quote a server that echoed a token:
 		// hide the one held and every token shape.

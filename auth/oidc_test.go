@@ -265,7 +265,7 @@ func TestOIDC_InvalidateWithFailingRefresh(t *testing.T) {
 	old := tok("team", "prj", t0.Add(time.Hour))
 	p := NewOIDCProvider(OIDCOptions{
 		Source: func(context.Context) (string, bool, error) { return old, true, nil },
-		Refresher: RefresherFunc(func(context.Context, string, string) (string, error) {
+		Refresher: RefresherFunc(func(context.Context, Target) (string, error) {
 			return old, nil // hands back the rejected token
 		}),
 		Clock: fixedClock(t0),
@@ -318,7 +318,7 @@ func TestOIDC_NoTokenAtAll(t *testing.T) {
 	cause := errors.New("nothing to mint with")
 	env := newTestEnv("VERCEL_URL", "x.vercel.app")
 	p := NewOIDCProvider(OIDCOptions{
-		Refresher: RefresherFunc(func(context.Context, string, string) (string, error) { return "", cause }),
+		Refresher: RefresherFunc(func(context.Context, Target) (string, error) { return "", cause }),
 		sys:       host.System{LookupEnv: env.Lookup},
 	})
 	_, err := p.Credentials(context.Background())
@@ -361,7 +361,7 @@ func TestRefreshErrorHidesTokens(t *testing.T) {
 	var reported string
 	p := NewOIDCProvider(OIDCOptions{
 		Source: func(context.Context) (string, bool, error) { return held, true, nil },
-		Refresher: RefresherFunc(func(context.Context, string, string) (string, error) {
+		Refresher: RefresherFunc(func(context.Context, Target) (string, error) {
 			return "", errors.New("server said: token " + held + " and " + other + " refused")
 		}),
 		Clock:          clock,

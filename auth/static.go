@@ -7,15 +7,17 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
-// Static returns a provider of fixed credentials, for CI and hosts outside
-// Vercel. Nothing is read from the environment and the token is not parsed.
+// Static returns a provider of the fixed credentials c (c.Token, c.TeamID
+// and c.ProjectID; c.Expiry and c.Source are ignored), for CI and hosts
+// outside Vercel. Nothing is read from the environment and the token is
+// not parsed.
 //
-// All three values are required. When one or two are missing, Credentials
-// returns a *MissingParamsError naming them in the order token, teamId,
-// projectId, with the message of the TypeScript SDK. Unlike the TypeScript SDK,
-// an empty string counts as missing.
-func Static(token, teamID, projectID string) Provider {
-	return staticProvider{token: token, teamID: teamID, projectID: projectID}
+// Token, TeamID and ProjectID are required. When one or two are missing,
+// Credentials returns a *MissingParamsError naming them in the order token,
+// teamId, projectId, with the message of the TypeScript SDK. Unlike the
+// TypeScript SDK, an empty string counts as missing.
+func Static(c Credentials) Provider {
+	return staticProvider{token: c.Token, teamID: c.TeamID, projectID: c.ProjectID}
 }
 
 type staticProvider struct {

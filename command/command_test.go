@@ -174,7 +174,7 @@ func attachWith(t *testing.T, f *fakeAPI, p conn.ReattachPolicy) *command.Handle
 	mux.Handle("/v2/sandboxes/sessions/{sid}/cmd/{cid}/{op}", f)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	core, err := httpcore.New(httpcore.Config{BaseURL: srv.URL, Provider: auth.Static("tok", "team_1", "prj_1"),
+	core, err := httpcore.New(httpcore.Config{BaseURL: srv.URL, Provider: auth.Static(auth.Credentials{Token: "tok", TeamID: "team_1", ProjectID: "prj_1"}),
 		Retry: httpcore.RetryPolicy{MaxRetries: -1}})
 	require.NoError(t, err)
 	h, err := attachCmd(&conn.Conn{Core: core, Reattach: p}, command.Ref{SessionID: "sbx_1", CommandID: "cmd_1"})
@@ -262,7 +262,7 @@ func TestAttachRejects(t *testing.T) {
 	t.Parallel()
 	_, err := attachCmd(nil, command.Ref{SessionID: "s", CommandID: "c"})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
-	core, err := httpcore.New(httpcore.Config{BaseURL: "http://127.0.0.1:1", Provider: auth.Static("tok", "t", "p")})
+	core, err := httpcore.New(httpcore.Config{BaseURL: "http://127.0.0.1:1", Provider: auth.Static(auth.Credentials{Token: "tok", TeamID: "t", ProjectID: "p"})})
 	require.NoError(t, err)
 	_, err = attachCmd(&conn.Conn{Core: core}, command.Ref{SessionID: "s"})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)

@@ -43,7 +43,7 @@ func cutServer(t *testing.T, cuts int32) (*command.Handle, *[]conn.ReattachEvent
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	core, err := httpcore.New(httpcore.Config{BaseURL: srv.URL, Provider: auth.Static("tok", "team_1", "prj_1"),
+	core, err := httpcore.New(httpcore.Config{BaseURL: srv.URL, Provider: auth.Static(auth.Credentials{Token: "tok", TeamID: "team_1", ProjectID: "prj_1"}),
 		Retry: httpcore.RetryPolicy{MaxRetries: -1}})
 	require.NoError(t, err)
 	var events []conn.ReattachEvent

@@ -51,7 +51,7 @@ func newHostile(t *testing.T, token string, handler http.HandlerFunc) *hostile {
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	core, err := httpcore.New(httpcore.Config{BaseURL: srv.URL, Provider: auth.Static(token, "team_1", "prj_1"),
+	core, err := httpcore.New(httpcore.Config{BaseURL: srv.URL, Provider: auth.Static(auth.Credentials{Token: token, TeamID: "team_1", ProjectID: "prj_1"}),
 		Retry:  httpcore.RetryPolicy{MaxRetries: -1},
 		Logger: slog.New(slog.NewTextHandler(&h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	require.NoError(t, err)

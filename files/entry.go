@@ -8,19 +8,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
-// DefaultMode is the mode of an entry whose source has none (bytes, strings
-// and readers), as in the official SDK.
+// DefaultMode is the mode of an entry whose source has none (bytes and
+// readers), as in the official SDK.
 const DefaultMode fs.FileMode = 0o644
 
 // Entry is one file to upload: a destination path inside the sandbox, a mode
-// and a source of content. Create entries with FromBytes, FromString,
-// FromReader, FromFile, FromFS or FromDir; the zero Entry is invalid.
+// and a source of content. Create entries with FromBytes, FromReader,
+// FromFile, FromFS or FromDir; the zero Entry is invalid.
 //
 // An Entry is a small value that holds no open file: content is opened when
 // the archive is written and closed right after. Apart from the local files
@@ -45,16 +44,6 @@ func FromBytes(path string, data []byte) Entry {
 		mode: DefaultMode,
 		size: int64(len(data)),
 		open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
-	}
-}
-
-// FromString returns an entry whose content is s.
-func FromString(path, s string) Entry {
-	return Entry{
-		path: path,
-		mode: DefaultMode,
-		size: int64(len(s)),
-		open: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(s)), nil },
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // Write a tar.gz of two entries, as fs/write expects it, and list it.
 func Example() {
 	entries := []files.Entry{
-		files.FromString("hello.txt", "hello, sandbox\n"),
+		files.FromBytes("hello.txt", []byte("hello, sandbox\n")),
 		files.FromBytes("/etc/app.conf", []byte("debug = true\n")).WithMode(0o600),
 	}
 	var buf bytes.Buffer
@@ -48,9 +48,10 @@ func Example() {
 // Archive a local project, without its .git directory and following links
 // that stay inside it, into a file.
 func ExampleFromDir() {
-	entries, err := files.FromDir("./myproject", "app",
-		files.WithSymlinks(files.FollowSymlinks),
-		files.WithFilter(func(rel string, d fs.DirEntry) bool { return d.Name() != ".git" }))
+	entries, err := files.FromDir("app", "./myproject", files.TreeParams{
+		Symlinks: files.FollowSymlinks,
+		Filter:   func(rel string, d fs.DirEntry) bool { return d.Name() != ".git" },
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

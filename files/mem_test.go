@@ -42,7 +42,7 @@ func testBoundedMemory(t *testing.T, level int) {
 	for i := range files {
 		entries = append(entries, FromReader(fmt.Sprintf("data/part-%d.bin", i), newPatternReader(perFile), perFile))
 	}
-	entries = append(entries, FromString("data/README", "generated\n"))
+	entries = append(entries, FromBytes("data/README", []byte("generated\n")))
 
 	wantLen, known, err := Length(cwd, entries, atLevel(level))
 	require.NoError(t, err)

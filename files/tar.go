@@ -123,7 +123,7 @@ func newPlan(cwd string, entries []Entry) (*plan, error) {
 	for i, e := range entries {
 		field := fmt.Sprintf("entries[%d]", i)
 		if e.open == nil {
-			return nil, apierr.Invalid(field, "zero Entry: use FromBytes, FromString, FromReader, FromFile, FromFS or FromDir")
+			return nil, apierr.Invalid(field, "zero Entry: use FromBytes, FromReader, FromFile, FromFS or FromDir")
 		}
 		if e.invalid != "" {
 			return nil, apierr.Invalid(field, "%s", e.invalid)

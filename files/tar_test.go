@@ -35,12 +35,12 @@ func TestRoundTrip(t *testing.T) {
 	big := randomBytes(1, 300<<10) // spans several copy buffers
 
 	entries := []Entry{
-		FromString("hello.txt", "hello, sandbox\n"),
+		FromBytes("hello.txt", []byte("hello, sandbox\n")),
 		FromBytes("/etc/app.conf", []byte("debug = true\n")).WithMode(0o600),
 		FromReader("data/big.bin", bytes.NewReader(big), int64(len(big))),
 		FromBytes("empty", nil),
 		fromFile,
-		FromString("../outside-cwd.txt", "up one"),
+		FromBytes("../outside-cwd.txt", []byte("up one")),
 	}
 	mtime := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
 	data := archive(t, entries, WriteParams{ModTime: mtime})
@@ -84,7 +84,7 @@ func TestRoundTrip(t *testing.T) {
 
 func TestNoDirectoryEntries(t *testing.T) {
 	t.Parallel()
-	data := archive(t, []Entry{FromString("a/b/c/d.txt", "x"), FromString("a/e.txt", "y")})
+	data := archive(t, []Entry{FromBytes("a/b/c/d.txt", []byte("x")), FromBytes("a/e.txt", []byte("y"))})
 	hdrs, err := tarx.List(bytes.NewReader(data))
 	require.NoError(t, err)
 	require.Len(t, hdrs, 2)
@@ -106,7 +106,7 @@ func TestLongAndNonASCIINames(t *testing.T) {
 	}
 	var entries []Entry
 	for i, n := range names {
-		entries = append(entries, FromString(n, fmt.Sprintf("content %d", i)))
+		entries = append(entries, FromBytes(n, []byte(fmt.Sprintf("content %d", i))))
 	}
 	data := archive(t, entries)
 	got := contents(t, data)
@@ -125,7 +125,7 @@ func TestModes(t *testing.T) {
 	wantHdr := []int64{0o644, 0o600, 0o755, 0o777, 0o400, 0, 0o4755, 0o2750, 0o1777}
 	var entries []Entry
 	for i, m := range modes {
-		entries = append(entries, FromString(fmt.Sprintf("f%d", i), "x").WithMode(m))
+		entries = append(entries, FromBytes(fmt.Sprintf("f%d", i), []byte("x")).WithMode(m))
 	}
 	data := archive(t, entries)
 	hdrs, err := tarx.List(bytes.NewReader(data))
@@ -144,7 +144,7 @@ func TestModes(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	t.Parallel()
-	ok := FromString("ok", "x")
+	ok := FromBytes("ok", []byte("x"))
 	tests := []struct {
 		name    string
 		cwd     string
@@ -152,17 +152,17 @@ func TestValidate(t *testing.T) {
 		field   string
 	}{
 		{"zero entry", cwd, []Entry{ok, {}}, "entries[1]"},
-		{"empty path", cwd, []Entry{FromString("", "x")}, "entries[0].Path"},
+		{"empty path", cwd, []Entry{FromBytes("", []byte("x"))}, "entries[0].Path"},
 		{"NUL", cwd, []Entry{ok, ok.withPath("a\x00b")}, "entries[1].Path"},
-		{"root", cwd, []Entry{FromString("/", "x")}, "entries[0].Path"},
+		{"root", cwd, []Entry{FromBytes("/", []byte("x"))}, "entries[0].Path"},
 		{"negative size", cwd, []Entry{FromReader("r", strings.NewReader(""), -1)}, "entries[0].Size"},
 		{"mode dir", cwd, []Entry{ok.WithMode(fs.ModeDir | 0o755)}, "entries[0].Mode"},
 		{"mode symlink", cwd, []Entry{ok.WithMode(fs.ModeSymlink)}, "entries[0].Mode"},
-		{"duplicate", cwd, []Entry{ok, FromString("other", ""), FromString("./ok", "y")}, "entries[2].Path"},
-		{"duplicate absolute", cwd, []Entry{ok, FromString("/vercel/sandbox/ok", "y")}, "entries[1].Path"},
-		{"file then child", cwd, []Entry{FromString("a", ""), FromString("a/b", "")}, "entries[1].Path"},
-		{"child then file", cwd, []Entry{FromString("a/b/c", ""), FromString("a/b", "")}, "entries[1].Path"},
-		{"file is cwd", cwd, []Entry{ok, FromString("/vercel", "")}, "entries[1].Path"},
+		{"duplicate", cwd, []Entry{ok, FromBytes("other", []byte("")), FromBytes("./ok", []byte("y"))}, "entries[2].Path"},
+		{"duplicate absolute", cwd, []Entry{ok, FromBytes("/vercel/sandbox/ok", []byte("y"))}, "entries[1].Path"},
+		{"file then child", cwd, []Entry{FromBytes("a", []byte("")), FromBytes("a/b", []byte(""))}, "entries[1].Path"},
+		{"child then file", cwd, []Entry{FromBytes("a/b/c", []byte("")), FromBytes("a/b", []byte(""))}, "entries[1].Path"},
+		{"file is cwd", cwd, []Entry{ok, FromBytes("/vercel", []byte(""))}, "entries[1].Path"},
 		{"relative without cwd", "", []Entry{ok}, "cwd"},
 		{"relative cwd", "vercel", []Entry{ok}, "cwd"},
 		{"overflow", cwd, []Entry{FromReader("a", strings.NewReader(""), 1<<62), FromReader("b", strings.NewReader(""), 1<<62)}, "entries[1].Size"},
@@ -190,8 +190,8 @@ func TestValidate(t *testing.T) {
 
 	// Valid lists, including absolute paths without a cwd and siblings that
 	// share a prefix.
-	assert.NoError(t, Validate("", []Entry{FromString("/a", ""), FromString("/b/c", "")}, WriteParams{}))
-	assert.NoError(t, Validate(cwd, []Entry{FromString("a", ""), FromString("ab/c", ""), FromString("a.b/c", ""), FromString("ab/d", "")}, WriteParams{}))
+	assert.NoError(t, Validate("", []Entry{FromBytes("/a", []byte("")), FromBytes("/b/c", []byte(""))}, WriteParams{}))
+	assert.NoError(t, Validate(cwd, []Entry{FromBytes("a", []byte("")), FromBytes("ab/c", []byte("")), FromBytes("a.b/c", []byte("")), FromBytes("ab/d", []byte(""))}, WriteParams{}))
 	assert.NoError(t, Validate(cwd, nil, WriteParams{}))
 
 	// Parameters: Stored excludes a level; zero Level is the default.
@@ -215,7 +215,7 @@ func TestInvalidLevel(t *testing.T) {
 		assert.Equal(t, "Level", ie.Field)
 	}
 	for _, level := range []int{gzip.HuffmanOnly, gzip.DefaultCompression, gzip.NoCompression, gzip.BestSpeed, gzip.BestCompression} {
-		data := archive(t, []Entry{FromString("a", strings.Repeat("abc", 1000))}, atLevel(level))
+		data := archive(t, []Entry{FromBytes("a", []byte(strings.Repeat("abc", 1000)))}, atLevel(level))
 		assert.Equal(t, map[string]string{"vercel/sandbox/a": strings.Repeat("abc", 1000)}, contents(t, data), "level %d", level)
 	}
 }
@@ -246,7 +246,7 @@ func TestFromReaderSizeMismatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			entries := []Entry{FromString("first", "ok"), FromReader("r.bin", tt.r, tt.size)}
+			entries := []Entry{FromBytes("first", []byte("ok")), FromReader("r.bin", tt.r, tt.size)}
 			err := WriteTarGz(context.Background(), io.Discard, cwd, entries, WriteParams{})
 			require.ErrorIs(t, err, ErrSizeMismatch)
 			var ee *EntryError
@@ -280,7 +280,7 @@ func TestSourceErrors(t *testing.T) {
 func TestFromReaderIsOneShot(t *testing.T) {
 	t.Parallel()
 	e := FromReader("r", strings.NewReader("abc"), 3)
-	entries := []Entry{FromString("s", "x"), e}
+	entries := []Entry{FromBytes("s", []byte("x")), e}
 	assert.False(t, e.Replayable())
 	assert.False(t, replayable(entries))
 	assert.True(t, replayable(entries[:1]))
@@ -295,7 +295,7 @@ func TestReplayableArchivesAreIdentical(t *testing.T) {
 	require.NoError(t, os.WriteFile(local, []byte("file"), 0o644))
 	f, err := FromFile("f", local)
 	require.NoError(t, err)
-	entries := []Entry{FromString("s", "x"), FromBytes("b", []byte("y")), f}
+	entries := []Entry{FromBytes("s", []byte("x")), FromBytes("b", []byte("y")), f}
 	require.True(t, replayable(entries))
 	opt := WriteParams{ModTime: time.Unix(1767000000, 0)}
 	first := archive(t, entries, opt)
@@ -365,7 +365,7 @@ func TestFromFileReplacedByDirectory(t *testing.T) {
 func TestAccessorsAndTotalSize(t *testing.T) {
 	t.Parallel()
 	entries := []Entry{
-		FromString("a", "abc"),
+		FromBytes("a", []byte("abc")),
 		FromBytes("/b", make([]byte, 10)),
 		FromReader("c", strings.NewReader(""), 7),
 		FromReader("d", strings.NewReader(""), -5),
@@ -381,7 +381,7 @@ func TestProgress(t *testing.T) {
 	t.Parallel()
 	entries := []Entry{
 		FromBytes("a", randomBytes(2, 200<<10)),
-		FromString("b", ""),
+		FromBytes("b", []byte("")),
 		FromBytes("c", randomBytes(3, 100<<10)),
 	}
 	var reports []Progress
@@ -413,7 +413,7 @@ func TestProgressIsRateLimited(t *testing.T) {
 	t.Parallel()
 	entries := make([]Entry, 2000)
 	for i := range entries {
-		entries[i] = FromString(fmt.Sprintf("f/%d", i), "tiny")
+		entries[i] = FromBytes(fmt.Sprintf("f/%d", i), []byte("tiny"))
 	}
 	calls := 0
 	start := time.Now()
@@ -472,7 +472,7 @@ func TestWriteTarGzCancel(t *testing.T) {
 
 	// A context that is already done writes nothing.
 	var buf bytes.Buffer
-	err = WriteTarGz(ctx, &buf, cwd, []Entry{FromString("a", "b")}, WriteParams{})
+	err = WriteTarGz(ctx, &buf, cwd, []Entry{FromBytes("a", []byte("b"))}, WriteParams{})
 	assert.Equal(t, context.Canceled, err)
 	assert.Zero(t, buf.Len())
 }
@@ -550,7 +550,7 @@ func TestReaderCloseWithoutRead(t *testing.T) {
 func TestReaderCancelledBeforeRead(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	rc, err := newTarGzReader(ctx, cwd, []Entry{FromString("a", "b")}, WriteParams{})
+	rc, err := newTarGzReader(ctx, cwd, []Entry{FromBytes("a", []byte("b"))}, WriteParams{})
 	require.NoError(t, err)
 	cancel()
 	_, err = io.ReadAll(rc)
@@ -598,9 +598,9 @@ func TestLength(t *testing.T) {
 	const overhead = 3 * blockSize
 	sets := map[string][]Entry{
 		"empty":  nil,
-		"one":    {FromString("a", "x")},
+		"one":    {FromBytes("a", []byte("x"))},
 		"blocks": {FromBytes("a", make([]byte, 512)), FromBytes("b", make([]byte, 513)), FromBytes("c", nil)},
-		"pax":    {FromString(long, "long"), FromString("/"+long+"2", "")},
+		"pax":    {FromBytes(long, []byte("long")), FromBytes("/"+long+"2", []byte(""))},
 		"big": {
 			FromReader("r1", iotest.OneByteReader(newPatternReader(70000)), 70000),
 			FromReader("r2", iotest.HalfReader(newPatternReader(200000)), 200000),
@@ -627,7 +627,7 @@ func TestLength(t *testing.T) {
 	}
 	_, _, err := Length(cwd, []Entry{{}}, WriteParams{})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
-	_, known, err := Length(cwd, []Entry{FromString("f", "x")}, atLevel(gzip.BestSpeed))
+	_, known, err := Length(cwd, []Entry{FromBytes("f", []byte("x"))}, atLevel(gzip.BestSpeed))
 	require.NoError(t, err)
 	assert.False(t, known, "a compressed length is known only once written")
 }

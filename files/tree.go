@@ -33,29 +33,19 @@ const (
 	RejectSymlinks
 )
 
-// TreeOption configures FromFS and FromDir.
-type TreeOption func(*treeConfig)
-
-type treeConfig struct {
-	symlinks SymlinkPolicy
-	filter   func(string, fs.DirEntry) bool
-}
-
-// WithSymlinks sets the policy for symbolic links (default SkipSymlinks).
-func WithSymlinks(p SymlinkPolicy) TreeOption {
-	return func(c *treeConfig) { c.symlinks = p }
-}
-
-// WithFilter keeps only what keep accepts. keep gets the slash-separated
-// path relative to the root and the directory entry (not followed if it is a
-// link); rejecting a directory skips everything beneath it. For example,
-// to leave out version control data:
-//
-//	files.WithFilter(func(rel string, d fs.DirEntry) bool { return d.Name() != ".git" })
-//
-// A nil keep keeps everything.
-func WithFilter(keep func(rel string, d fs.DirEntry) bool) TreeOption {
-	return func(c *treeConfig) { c.filter = keep }
+// TreeParams configures FromFS and FromDir. The zero value skips symbolic
+// links and keeps every file.
+type TreeParams struct {
+	// Symlinks is the policy for symbolic links (default SkipSymlinks).
+	Symlinks SymlinkPolicy
+	// Filter, when not nil, keeps only what it accepts. It gets the
+	// slash-separated path relative to the root and the directory entry
+	// (not followed if it is a link); rejecting a directory skips
+	// everything beneath it. For example, to leave out version control
+	// data:
+	//
+	//	files.TreeParams{Filter: func(rel string, d fs.DirEntry) bool { return d.Name() != ".git" }}
+	Filter func(rel string, d fs.DirEntry) bool
 }
 
 // FromFS returns one entry per regular file under root in fsys, in lexical
@@ -68,7 +58,7 @@ func WithFilter(keep func(rel string, d fs.DirEntry) bool) TreeOption {
 // Other special files (devices, sockets, pipes) are skipped. Contents are
 // read only when an archive is written, and the files are opened through
 // fsys again at that time.
-func FromFS(fsys fs.FS, root, dstDir string, opts ...TreeOption) ([]Entry, error) {
+func FromFS(dstDir string, fsys fs.FS, root string, p TreeParams) ([]Entry, error) {
 	if fsys == nil {
 		return nil, apierr.Invalid("fsys", "nil file system")
 	}
@@ -76,15 +66,16 @@ func FromFS(fsys fs.FS, root, dstDir string, opts ...TreeOption) ([]Entry, error
 		return nil, apierr.Invalid("root", "%s is not a valid fs.FS path (slash-separated, unrooted, no . or .. elements)", quote(root))
 	}
 	src := fsSource{fsys: fsys, root: root}
-	return walkTree(fsys, root, "root", dstDir, src, opts)
+	return walkTree(fsys, root, "root", dstDir, src, p)
 }
 
 // FromDir returns one entry per regular file under the local directory
-// localDir, like FromFS. Files are opened only when an archive is written,
+// localDir, each uploaded to path.Join(dstDir, its path relative to
+// localDir), like FromFS. Files are opened only when an archive is written,
 // and always through an os.Root of localDir, so a link swapped in meanwhile
 // cannot lead outside localDir either. Modes are the local files' permission
 // bits (with setuid, setgid and sticky bits).
-func FromDir(localDir, dstDir string, opts ...TreeOption) ([]Entry, error) {
+func FromDir(dstDir, localDir string, p TreeParams) ([]Entry, error) {
 	if localDir == "" {
 		return nil, apierr.Invalid("localDir", "empty path")
 	}
@@ -98,7 +89,7 @@ func FromDir(localDir, dstDir string, opts ...TreeOption) ([]Entry, error) {
 	}
 	defer root.Close()
 	src := dirSource{root: root, dir: abs}
-	return walkTree(root.FS(), ".", "localDir", dstDir, src, opts)
+	return walkTree(root.FS(), ".", "localDir", dstDir, src, p)
 }
 
 // treeSource abstracts how FromFS and FromDir follow links and open files.
@@ -114,15 +105,9 @@ type treeSource interface {
 // errEscapes is the cause of a link that leads outside the root.
 var errEscapes = errors.New("link target is outside the root")
 
-func walkTree(fsys fs.FS, root, rootField, dstDir string, src treeSource, opts []TreeOption) ([]Entry, error) {
-	var cfg treeConfig
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	if cfg.symlinks < SkipSymlinks || cfg.symlinks > RejectSymlinks {
-		return nil, apierr.Invalid("WithSymlinks", "unknown policy %d", int(cfg.symlinks))
+func walkTree(fsys fs.FS, root, rootField, dstDir string, src treeSource, p TreeParams) ([]Entry, error) {
+	if p.Symlinks < SkipSymlinks || p.Symlinks > RejectSymlinks {
+		return nil, apierr.Invalid("Symlinks", "unknown policy %d", int(p.Symlinks))
 	}
 	st, err := fs.Stat(fsys, root)
 	if err != nil {
@@ -143,7 +128,7 @@ func walkTree(fsys fs.FS, root, rootField, dstDir string, src treeSource, opts [
 		if root != "." {
 			rel = strings.TrimPrefix(name, root+"/")
 		}
-		if cfg.filter != nil && !cfg.filter(rel, d) {
+		if p.Filter != nil && !p.Filter(rel, d) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}
@@ -157,7 +142,7 @@ func walkTree(fsys fs.FS, root, rootField, dstDir string, src treeSource, opts [
 		case t.IsDir():
 			return nil
 		case t&fs.ModeSymlink != 0:
-			switch cfg.symlinks {
+			switch p.Symlinks {
 			case SkipSymlinks:
 				return nil
 			case FollowSymlinks:

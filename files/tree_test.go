@@ -62,7 +62,7 @@ func testFS() fstest.MapFS {
 
 func TestFromFS(t *testing.T) {
 	t.Parallel()
-	entries, err := FromFS(testFS(), "site", "www")
+	entries, err := FromFS("www", testFS(), "site", TreeParams{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"www/.git/HEAD", "www/bin/tool", "www/index.html", "www/js/app.js"}, paths(entries))
 	assert.Equal(t, summary{
@@ -73,22 +73,24 @@ func TestFromFS(t *testing.T) {
 	}, summarize(t, entries))
 
 	// Whole FS, absolute destination, filter.
-	entries, err = FromFS(testFS(), ".", "/srv", WithFilter(func(rel string, d fs.DirEntry) bool {
+	entries, err = FromFS("/srv", testFS(), ".", TreeParams{Filter: func(rel string, d fs.DirEntry) bool {
 		return d.Name() != ".git" && rel != "site/bin"
-	}))
+	}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"/srv/secret.txt", "/srv/site/index.html", "/srv/site/js/app.js"}, paths(entries))
 
 	// Empty destination: the session's working directory.
-	entries, err = FromFS(testFS(), "site/js", "")
+	entries, err = FromFS("", testFS(), "site/js", TreeParams{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"app.js"}, paths(entries))
 }
 
 func TestFromFSFollowSymlinks(t *testing.T) {
 	t.Parallel()
-	entries, err := FromFS(testFS(), "site", "www", WithSymlinks(FollowSymlinks),
-		WithFilter(func(_ string, d fs.DirEntry) bool { return d.Name() != ".git" }))
+	entries, err := FromFS("www", testFS(), "site", TreeParams{
+		Symlinks: FollowSymlinks,
+		Filter:   func(_ string, d fs.DirEntry) bool { return d.Name() != ".git" },
+	})
 	require.NoError(t, err)
 	assert.Equal(t, summary{
 		"vercel/sandbox/www/bin/tool":           "#! -rwxr-xr-x",
@@ -116,17 +118,17 @@ func TestFromFSSymlinksNeverEscape(t *testing.T) {
 			t.Parallel()
 			fsys := testFS()
 			fsys["site/bad"] = &fstest.MapFile{Data: []byte(target), Mode: fs.ModeSymlink}
-			_, err := FromFS(fsys, "site", "www", WithSymlinks(FollowSymlinks))
+			_, err := FromFS("www", fsys, "site", TreeParams{Symlinks: FollowSymlinks})
 			var ie *apierr.InputError
 			require.ErrorAs(t, err, &ie)
 			assert.Equal(t, "root", ie.Field)
 			assert.Contains(t, err.Error(), `"bad"`)
 
 			// Skipped by default, an error with RejectSymlinks.
-			entries, err := FromFS(fsys, "site", "www")
+			entries, err := FromFS("www", fsys, "site", TreeParams{})
 			require.NoError(t, err)
 			assert.NotContains(t, paths(entries), "www/bad")
-			_, err = FromFS(fsys, "site", "www", WithSymlinks(RejectSymlinks))
+			_, err = FromFS("www", fsys, "site", TreeParams{Symlinks: RejectSymlinks})
 			assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 		})
 	}
@@ -134,22 +136,22 @@ func TestFromFSSymlinksNeverEscape(t *testing.T) {
 
 func TestFromFSErrors(t *testing.T) {
 	t.Parallel()
-	_, err := FromFS(testFS(), "/site", "x")
+	_, err := FromFS("x", testFS(), "/site", TreeParams{})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
-	_, err = FromFS(testFS(), "site/../secret.txt", "x")
+	_, err = FromFS("x", testFS(), "site/../secret.txt", TreeParams{})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
-	_, err = FromFS(testFS(), "secret.txt", "x")
+	_, err = FromFS("x", testFS(), "secret.txt", TreeParams{})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
-	_, err = FromFS(testFS(), "missing", "x")
+	_, err = FromFS("x", testFS(), "missing", TreeParams{})
 	assert.ErrorIs(t, err, fs.ErrNotExist)
-	_, err = FromFS(nil, ".", "x")
+	_, err = FromFS("x", nil, ".", TreeParams{})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 }
 
 func TestFromFSIsLazy(t *testing.T) {
 	t.Parallel()
 	fsys := fstest.MapFS{"a.txt": {Data: []byte("old")}}
-	entries, err := FromFS(fsys, ".", "")
+	entries, err := FromFS("", fsys, ".", TreeParams{})
 	require.NoError(t, err)
 	fsys["a.txt"] = &fstest.MapFile{Data: []byte("new")}
 	assert.Equal(t, map[string]string{"vercel/sandbox/a.txt": "new"}, contents(t, archive(t, entries)))
@@ -193,7 +195,7 @@ func TestFromFSOpensOneFileAtATime(t *testing.T) {
 		fsys[n] = &fstest.MapFile{Data: []byte(n)}
 	}
 	cfs := &countingFS{FS: fsys}
-	entries, err := FromFS(cfs, ".", "")
+	entries, err := FromFS("", cfs, ".", TreeParams{})
 	require.NoError(t, err)
 	assert.Zero(t, cfs.opened, "walking opens no file")
 	var maxOpen int
@@ -226,7 +228,7 @@ func TestFromDir(t *testing.T) {
 	require.NoError(t, os.Symlink("../scripts", filepath.Join(dir, "nested", "link-dir")))
 	escaping := filepath.Join(dir, "link-outside")
 
-	entries, err := FromDir(dir, "app")
+	entries, err := FromDir("app", dir, TreeParams{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"app/main.go", "app/nested/deep/x.txt", "app/scripts/build.sh"}, paths(entries))
 	assert.Equal(t, summary{
@@ -235,31 +237,31 @@ func TestFromDir(t *testing.T) {
 		"vercel/sandbox/app/scripts/build.sh":  "#!/bin/sh -rwxr-xr-x",
 	}, summarize(t, entries))
 
-	entries, err = FromDir(dir, "app", WithSymlinks(FollowSymlinks))
+	entries, err = FromDir("app", dir, TreeParams{Symlinks: FollowSymlinks})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"app/link-inside", "app/main.go", "app/nested/deep/x.txt", "app/scripts/build.sh"}, paths(entries))
 	assert.Equal(t, "package main", contents(t, archive(t, entries))["vercel/sandbox/app/link-inside"])
 
-	_, err = FromDir(dir, "app", WithSymlinks(RejectSymlinks))
+	_, err = FromDir("app", dir, TreeParams{Symlinks: RejectSymlinks})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 
 	// Links that leave the directory are never followed.
 	for _, target := range []string{outside, "../outside.txt", "nested/../../outside.txt"} {
 		_ = os.Remove(escaping)
 		require.NoError(t, os.Symlink(target, escaping))
-		_, err = FromDir(dir, "app", WithSymlinks(FollowSymlinks))
+		_, err = FromDir("app", dir, TreeParams{Symlinks: FollowSymlinks})
 		var ie *apierr.InputError
 		require.ErrorAs(t, err, &ie, "target %s", target)
 		assert.Equal(t, "localDir", ie.Field)
-		entries, err = FromDir(dir, "app")
+		entries, err = FromDir("app", dir, TreeParams{})
 		require.NoError(t, err)
 		assert.NotContains(t, paths(entries), "app/link-outside")
 	}
 
 	// FromDir of a relative path and of a file.
-	_, err = FromDir(filepath.Join(dir, "main.go"), "app")
+	_, err = FromDir("app", filepath.Join(dir, "main.go"), TreeParams{})
 	assert.Error(t, err)
-	_, err = FromDir("", "app")
+	_, err = FromDir("app", "", TreeParams{})
 	assert.ErrorIs(t, err, apierr.ErrInvalidInput)
 }
 
@@ -273,7 +275,7 @@ func TestFromDirOpensInsideRootAtWriteTime(t *testing.T) {
 	f := filepath.Join(dir, "f")
 	require.NoError(t, os.WriteFile(f, []byte("public"), 0o644))
 
-	entries, err := FromDir(dir, "")
+	entries, err := FromDir("", dir, TreeParams{})
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 
@@ -301,7 +303,7 @@ func TestFromDirSkipsSpecialFiles(t *testing.T) {
 	if err := mkfifo(filepath.Join(dir, "fifo")); err != nil {
 		t.Skipf("no FIFOs here: %v", err)
 	}
-	entries, err := FromDir(dir, "")
+	entries, err := FromDir("", dir, TreeParams{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a"}, paths(entries))
 }

@@ -225,7 +225,7 @@ func discardingClient(tb testing.TB, received *atomic.Int64) *sandbox.Client {
 	ts := httptest.NewServer(uploadDiscarder(srv.Handler(), everyRequest, received))
 	tb.Cleanup(ts.Close)
 	c, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL),
-		sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID))
+		sandbox.WithToken(srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -447,7 +447,7 @@ const logsURL = "/v2/sandboxes/sessions/sbx_1/cmd/cmd_1/logs"
 func BenchmarkLogDecode(b *testing.B) {
 	ctx := context.Background()
 	benchLogBodies(b, func(b *testing.B, url string) func() int {
-		c, err := sandbox.NewClient(sandbox.WithBaseURL(url), sandbox.WithToken("t", "team", "prj"))
+		c, err := sandbox.NewClient(sandbox.WithBaseURL(url), sandbox.WithToken("t"), sandbox.WithTeam("team"), sandbox.WithProject("prj"))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -156,7 +156,7 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 	// 403 from the fake itself: the canary is not the token it accepts.
 	other := sandboxtest.NewServer(t, local.WithToken("tok_other"), local.WithLogger(debugLogger(&serverLog)))
 	oc, err := sandbox.NewClient(sandbox.WithBaseURL(other.URL()),
-		sandbox.WithToken(canary, local.TeamID, local.ProjectID),
+		sandbox.WithToken(canary), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID),
 		sandbox.WithLogger(debugLogger(&clientLog)))
 	require.NoError(t, err)
 	_, err = oc.Create(ctx, sandbox.CreateParams{})
@@ -164,7 +164,7 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 	check("403", err)
 
 	// A plain-http base URL to another host is refused before any request.
-	_, err = sandbox.NewClient(sandbox.WithBaseURL("http://203.0.113.7/api"), sandbox.WithToken(canary, "team", "prj"))
+	_, err = sandbox.NewClient(sandbox.WithBaseURL("http://203.0.113.7/api"), sandbox.WithToken(canary), sandbox.WithTeam("team"), sandbox.WithProject("prj"))
 	check("plain http", err)
 
 	// A panic that carries a client error.
@@ -182,7 +182,7 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 			texts = append(texts, fmt.Sprintf("%+v|%#v", e, e))
 		}
 	}
-	prov := auth.Static(canary, "team", "prj")
+	prov := auth.Static(auth.Credentials{Token: canary, TeamID: "team", ProjectID: "prj"})
 	cr, err := prov.Credentials(ctx)
 	require.NoError(t, err)
 	reqs, err := json.Marshal(srv.Requests())
@@ -216,7 +216,7 @@ func TestPlainHTTPRefused(t *testing.T) {
 	t.Parallel()
 	for _, u := range []string{"http://api.vercel.com", "http://10.0.0.1:8080/api", "http://localhost.example.com",
 		"http://[2001:db8::1]/", "http://api.localhost:3000", "http://localhost.:3000"} {
-		_, err := sandbox.NewClient(sandbox.WithBaseURL(u), sandbox.WithToken("tok_plain_http_refused", "team", "prj"))
+		_, err := sandbox.NewClient(sandbox.WithBaseURL(u), sandbox.WithToken("tok_plain_http_refused"), sandbox.WithTeam("team"), sandbox.WithProject("prj"))
 		var ie *sandbox.InsecureURLError
 		require.ErrorAs(t, err, &ie, u)
 		assert.Equal(t, "BaseURL", ie.Field, u)
@@ -224,7 +224,7 @@ func TestPlainHTTPRefused(t *testing.T) {
 		assert.ErrorIs(t, err, sandbox.ErrInsecureURL, u)
 	}
 	for _, u := range []string{"http://127.0.0.1:1", "http://localhost:3000/api", "http://LOCALHOST:3000", "http://[::1]:8080", "https://api.example.com"} {
-		_, err := sandbox.NewClient(sandbox.WithBaseURL(u), sandbox.WithToken("tok", "team", "prj"))
+		_, err := sandbox.NewClient(sandbox.WithBaseURL(u), sandbox.WithToken("tok"), sandbox.WithTeam("team"), sandbox.WithProject("prj"))
 		assert.NoError(t, err, u)
 	}
 }
@@ -337,12 +337,12 @@ func TestUploadSkipsSymlinksOutOfTree(t *testing.T) {
 	sb, err := c.Create(ctx, sandbox.CreateParams{})
 	require.NoError(t, err)
 
-	entries, err := files.FromDir(dir, "app")
+	entries, err := files.FromDir("app", dir, files.TreeParams{})
 	require.NoError(t, err)
 	require.NoError(t, sb.FS().WriteFiles(ctx, entries, files.WriteParams{}))
 	assert.Contains(t, uploaded.String(), "package main", "the upload was seen")
 
-	_, err = files.FromDir(dir, "app", files.WithSymlinks(files.FollowSymlinks))
+	_, err = files.FromDir("app", dir, files.TreeParams{Symlinks: files.FollowSymlinks})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 
 	assert.NotContains(t, uploaded.String(), canary)

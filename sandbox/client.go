@@ -100,6 +100,13 @@ type RoundTripFunc = httpcore.RoundTripFunc
 
 // Client talks to the Vercel Sandbox API. It is safe for concurrent use;
 // create one with NewClient and share it. The zero Client is not usable.
+//
+// A method's name says which key it takes: Get, Resume, Update, Stop,
+// Delete, Fork and Health take a sandbox name; the methods named for a
+// session (GetSession, StopSession, ExtendSessionTimeout,
+// SetSessionNetworkPolicy, SnapshotSession, OpenSessionInteractive,
+// SessionHealth) take a session id; those named for a snapshot a snapshot id, and those named for
+// a drive a drive name.
 type Client struct {
 	core       *httpcore.Client
 	autoResume bool
@@ -117,6 +124,7 @@ type ResumeEvent struct {
 
 type config struct {
 	provider   auth.Provider
+	token      *string // set by WithToken: a Static provider, made by NewClient
 	httpClient *http.Client
 	transport  http.RoundTripper
 	baseURL    string
@@ -146,18 +154,17 @@ func WithCredentials(p auth.Provider) Option {
 			c.errs = append(c.errs, apierr.Invalid("WithCredentials", "nil provider"))
 		}
 		c.provider = p
+		c.token = nil
 	}
 }
 
-// WithToken uses a fixed access token for the given team and project. All
-// three are required: NewClient refuses an empty one with an *InputError.
-func WithToken(token, teamID, projectID string) Option {
+// WithToken uses a fixed access token, for the team and project that
+// WithTeam and WithProject name. The token and both are required: NewClient
+// refuses an empty one with an *InputError.
+func WithToken(token string) Option {
 	return func(c *config) {
-		p := auth.Static(token, teamID, projectID)
-		if _, err := p.Credentials(context.Background()); err != nil {
-			c.errs = append(c.errs, apierr.Invalid("WithToken", "%v", err))
-		}
-		c.provider = p
+		c.token = &token
+		c.provider = nil
 	}
 }
 
@@ -192,10 +199,12 @@ func WithTransport(rt http.RoundTripper) Option {
 // else, *.localhost included, gives an *InsecureURLError.
 func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
 
-// WithTeam overrides the team the credentials name.
+// WithTeam overrides the team the credentials name; with WithToken, it
+// names the token's team.
 func WithTeam(teamID string) Option { return func(c *config) { c.team = teamID } }
 
-// WithProject overrides the project the credentials name.
+// WithProject overrides the project the credentials name; with WithToken,
+// it names the token's project.
 func WithProject(projectID string) Option { return func(c *config) { c.project = projectID } }
 
 // WithRetryPolicy configures retries. The default makes at most 3 attempts
@@ -290,6 +299,13 @@ func NewClient(opts ...Option) (*Client, error) {
 		if o != nil {
 			o(&cfg)
 		}
+	}
+	if cfg.token != nil {
+		p := auth.Static(auth.Credentials{Token: *cfg.token, TeamID: cfg.team, ProjectID: cfg.project})
+		if _, err := p.Credentials(context.Background()); err != nil {
+			cfg.errs = append(cfg.errs, apierr.Invalid("WithToken", "%v (the team and project come from WithTeam and WithProject)", err))
+		}
+		cfg.provider = p
 	}
 	if len(cfg.errs) > 0 {
 		return nil, cfg.errs[0]

@@ -45,7 +45,7 @@ func countedSandbox(tb testing.TB) counted {
 	}
 	ts.Start()
 	tb.Cleanup(ts.Close)
-	c, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL), sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID))
+	c, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL), sandbox.WithToken(srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID))
 	require.NoError(tb, err)
 	sb, err := c.Create(context.Background(), sandbox.CreateParams{})
 	require.NoError(tb, err)

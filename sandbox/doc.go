@@ -34,10 +34,11 @@
 // linked in .vercel/project.json with the Vercel CLI's login. OIDC tokens
 // are refreshed five minutes before they expire, one refresh for any
 // number of concurrent callers; the CLI's auth.json is never written or
-// wiped. [WithToken] is the short form for an access token. The mint,
-// OAuth discovery and token endpoints follow the plain-HTTP rule below,
-// are never redirected, and their answers are bounded
-// (vercelcli.LinkedProjectRefresher.MaxResponseSize, default 1 MiB).
+// wiped. [WithToken] with [WithTeam] and [WithProject] is the short form
+// for an access token. The mint, OAuth discovery and token endpoints
+// follow the plain-HTTP rule below, are never redirected, and their
+// answers are bounded (vercelcli.LinkedProjectRefresher.MaxResponseSize,
+// default 1 MiB).
 //
 // Bring your own *http.Client ([WithHTTPClient]: its Transport is used,
 // its Timeout bounds non-streaming calls only) or http.RoundTripper
@@ -74,9 +75,9 @@
 // outlive sandboxes ([Client.GetOrCreateDrive], mounted with
 // [Drive.Mount] in [CreateParams].Mounts). A program that stored only a
 // name or a session id stops a sandbox from another process with
-// [Client.StopSandbox] or [Client.Stop], and probes it with
-// [Client.Health] (healthy, stopped or not found, and whether to recreate
-// it).
+// [Client.Stop] (by name) or [Client.StopSession] (by session id), and
+// probes it with [Client.Health] (healthy, stopped or not found, and
+// whether to recreate it).
 //
 // # Commands
 //

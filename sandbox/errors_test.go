@@ -197,7 +197,7 @@ func (d *discardWriter) WriteHeader(int)             {}
 func TestWrongTokenIsForbidden(t *testing.T) {
 	t.Parallel()
 	srv := sandboxtest.NewServer(t, local.WithToken("right-token"))
-	c := srv.Client(sandbox.WithToken("wrong-token", local.TeamID, local.ProjectID))
+	c := srv.Client(sandbox.WithToken("wrong-token"), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID))
 	_, err := c.Create(t.Context(), sandbox.CreateParams{})
 	require.ErrorIs(t, err, sandbox.ErrForbidden)
 	assert.NotContains(t, err.Error(), "wrong-token")

@@ -33,7 +33,7 @@ func fakeWith(exec local.Executor) (*sandbox.Client, func()) {
 	go srv.Serve(ln)
 	client, err := sandbox.NewClient(
 		sandbox.WithBaseURL("http://"+ln.Addr().String()),
-		sandbox.WithToken(srv.Token(), "team_x", "prj_x"),
+		sandbox.WithToken(srv.Token()), sandbox.WithTeam("team_x"), sandbox.WithProject("prj_x"),
 	)
 	if err != nil {
 		log.Fatal(err)
@@ -131,9 +131,9 @@ func ExampleFileSystem_WriteFiles() {
 		log.Fatal(err)
 	}
 	err = sb.FS().WriteFiles(ctx, []files.Entry{
-		files.FromString("app/main.py", "print('hi')\n"),
-		files.FromString("app/run.sh", "#!/bin/sh\npython3 main.py\n").WithMode(0o755),
-		files.FromString("/etc/app.conf", "debug=false\n"),
+		files.FromBytes("app/main.py", []byte("print('hi')\n")),
+		files.FromBytes("app/run.sh", []byte("#!/bin/sh\npython3 main.py\n")).WithMode(0o755),
+		files.FromBytes("/etc/app.conf", []byte("debug=false\n")),
 	}, files.WriteParams{})
 	if err != nil {
 		log.Fatal(err)
@@ -153,7 +153,7 @@ func ExampleFileSystem_WriteFiles() {
 	// debug=false
 }
 
-func ExampleClient_Stop() {
+func ExampleClient_StopSession() {
 	client, stop := fake(sandboxtest.NewScript())
 	defer stop()
 	ctx := context.Background()
@@ -165,13 +165,13 @@ func ExampleClient_Stop() {
 	// Another process knows only the session id it stored.
 	sessionID := sb.SessionID()
 
-	res, err := client.Stop(ctx, sessionID)
+	res, err := client.StopSession(ctx, sessionID)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Session.Status, res.Session.ID == sessionID)
 	// Stopping again is not an error.
-	res, err = client.StopSandbox(ctx, "worker")
+	res, err = client.Stop(ctx, "worker")
 	if err != nil {
 		log.Fatal(err)
 	}

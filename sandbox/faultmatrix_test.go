@@ -433,7 +433,7 @@ func TestFaultTokenExpiresDuringLongRun(t *testing.T) {
 	initial := mint()
 	provider := auth.NewOIDCProvider(auth.OIDCOptions{
 		Source: func(context.Context) (string, bool, error) { return initial, true, nil },
-		Refresher: auth.RefresherFunc(func(ctx context.Context, projectID, teamID string) (string, error) {
+		Refresher: auth.RefresherFunc(func(context.Context, auth.Target) (string, error) {
 			return mint(), nil
 		}),
 		Clock: clock,

@@ -27,9 +27,9 @@ func exampleSandbox() (*sandbox.Sandbox, *sandbox.Client, func()) {
 		log.Fatal(err)
 	}
 	err = sb.FS().WriteFiles(ctx, []files.Entry{
-		files.FromString("app/main.go", "package main\n"),
-		files.FromString("app/README.md", "# app\n"),
-		files.FromString("app/web/index.tmpl", `{{define "index"}}Hello, {{.}}!{{end}}`),
+		files.FromBytes("app/main.go", []byte("package main\n")),
+		files.FromBytes("app/README.md", []byte("# app\n")),
+		files.FromBytes("app/web/index.tmpl", []byte(`{{define "index"}}Hello, {{.}}!{{end}}`)),
 	}, files.WriteParams{})
 	if err != nil {
 		log.Fatal(err)

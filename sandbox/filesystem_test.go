@@ -37,7 +37,7 @@ func TestFileCallsHandleOddNames(t *testing.T) {
 	sb, cwd := localSandbox(t)
 	var entries []files.Entry
 	for _, n := range oddNames {
-		entries = append(entries, files.FromString("dir/"+n, n))
+		entries = append(entries, files.FromBytes("dir/"+n, []byte(n)))
 	}
 	require.NoError(t, sb.FS().WriteFiles(ctx, entries, files.WriteParams{}))
 
@@ -126,7 +126,7 @@ func TestChangeCallsOnRealTools(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, dfi.IsDir())
 
-	require.NoError(t, sb.FS().WriteFiles(ctx, []files.Entry{files.FromString("tree/a/b/c.txt", "c"), files.FromString("tree/top", "t")}, files.WriteParams{}))
+	require.NoError(t, sb.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("tree/a/b/c.txt", []byte("c")), files.FromBytes("tree/top", []byte("t"))}, files.WriteParams{}))
 	var walked []string
 	for e, err := range sb.FS().Walk(ctx, "tree") {
 		require.NoError(t, err)
@@ -241,9 +241,9 @@ func TestDirFSWorksWithTheStandardLibrary(t *testing.T) {
 	ctx := t.Context()
 	sb, cwd := localSandbox(t)
 	require.NoError(t, sb.FS().WriteFiles(ctx, []files.Entry{
-		files.FromString("site/index.tmpl", `{{define "index"}}Hello {{.}}{{end}}`),
-		files.FromString("site/parts/footer.tmpl", `{{define "footer"}}bye{{end}}`),
-		files.FromString("site/notes.txt", "n"),
+		files.FromBytes("site/index.tmpl", []byte(`{{define "index"}}Hello {{.}}{{end}}`)),
+		files.FromBytes("site/parts/footer.tmpl", []byte(`{{define "footer"}}bye{{end}}`)),
+		files.FromBytes("site/notes.txt", []byte("n")),
 	}, files.WriteParams{}))
 	fsys := sb.FS().DirFS(ctx, cwd+"/site")
 	require.NoError(t, fstest.TestFS(fsys, "index.tmpl", "parts/footer.tmpl", "notes.txt"))

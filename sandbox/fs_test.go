@@ -30,7 +30,7 @@ func TestWriteFilesRoundTrip(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(local, "bin"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(local, "bin", "run.sh"), []byte("#!/bin/sh\necho run\n"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(local, "README"), []byte("local readme"), 0o600))
-	dirEntries, err := files.FromDir(local, "/opt/app")
+	dirEntries, err := files.FromDir("/opt/app", local, files.TreeParams{})
 	require.NoError(t, err)
 
 	mapfs := fstest.MapFS{
@@ -38,12 +38,12 @@ func TestWriteFilesRoundTrip(t *testing.T) {
 		"src/tool.py":   {Data: []byte("print(1)\n"), Mode: 0o755},
 		"src/ignored/x": {Data: []byte("x"), Mode: 0o600},
 	}
-	fsEntries, err := files.FromFS(mapfs, "src", "project")
+	fsEntries, err := files.FromFS("project", mapfs, "src", files.TreeParams{})
 	require.NoError(t, err)
 
 	entries := []files.Entry{
 		files.FromBytes("bytes.txt", []byte("from bytes")),
-		files.FromString("string.txt", "from a string"),
+		files.FromBytes("string.txt", []byte("from a string")),
 		files.FromReader("nested/dir/reader.txt", strings.NewReader("from a reader"), int64(len("from a reader"))),
 	}
 	entries = append(entries, fsEntries...)
@@ -92,7 +92,7 @@ func TestWriteFileModeOverride(t *testing.T) {
 	e := newEnv(t)
 	sb := e.create("modes")
 	require.NoError(t, sb.FS().WriteFiles(t.Context(), []files.Entry{
-		files.FromString("exec.sh", "#!/bin/sh\n").WithMode(0o750),
+		files.FromBytes("exec.sh", []byte("#!/bin/sh\n")).WithMode(0o750),
 	}, files.WriteParams{}))
 	host, err := e.srv.HostPath("modes", "exec.sh")
 	require.NoError(t, err)
@@ -100,7 +100,7 @@ func TestWriteFileModeOverride(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fs.FileMode(0o750), st.Mode().Perm())
 
-	err = sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromString("bad", "x").WithMode(fs.ModeDir | 0o755)}, files.WriteParams{})
+	err = sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromBytes("bad", []byte("x")).WithMode(fs.ModeDir | 0o755)}, files.WriteParams{})
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	assert.Len(t, requests(e.srv, http.MethodPost, "/fs/write"), 1, "an invalid entry sends nothing")
 }
@@ -110,11 +110,11 @@ func TestWriteFilesPathRules(t *testing.T) {
 	e := newEnv(t)
 	sb := e.create("paths")
 	require.NoError(t, sb.FS().WriteFiles(t.Context(), []files.Entry{
-		files.FromString("rel.txt", "rel"),
-		files.FromString("/etc/app.conf", "abs"),
-		files.FromString("a/../b.txt", "dotdot inside"),
-		files.FromString("../up.txt", "one up"),
-		files.FromString("//srv//data/./x.txt", "cleaned"),
+		files.FromBytes("rel.txt", []byte("rel")),
+		files.FromBytes("/etc/app.conf", []byte("abs")),
+		files.FromBytes("a/../b.txt", []byte("dotdot inside")),
+		files.FromBytes("../up.txt", []byte("one up")),
+		files.FromBytes("//srv//data/./x.txt", []byte("cleaned")),
 	}, files.WriteParams{}))
 	for sandboxPath, content := range map[string]string{
 		"/vercel/sandbox/rel.txt": "rel",
@@ -135,9 +135,9 @@ func TestWriteFilesPathRules(t *testing.T) {
 	assert.Equal(t, "one up", string(data))
 
 	for _, bad := range [][]files.Entry{
-		{files.FromString("/", "root")},
-		{files.FromString("", "empty")},
-		{files.FromString("dup.txt", "1"), files.FromString("/vercel/sandbox/dup.txt", "2")},
+		{files.FromBytes("/", []byte("root"))},
+		{files.FromBytes("", []byte("empty"))},
+		{files.FromBytes("dup.txt", []byte("1")), files.FromBytes("/vercel/sandbox/dup.txt", []byte("2"))},
 	} {
 		assert.ErrorIs(t, sb.FS().WriteFiles(t.Context(), bad, files.WriteParams{}), sandbox.ErrInvalidInput)
 	}
@@ -376,7 +376,7 @@ func TestWriteFilesCanceled(t *testing.T) {
 	sb := e.create("cancel")
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err := sb.FS().WriteFiles(ctx, []files.Entry{files.FromString("x", "y")}, files.WriteParams{})
+	err := sb.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("x", []byte("y"))}, files.WriteParams{})
 	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
 	assert.Empty(t, requests(e.srv, http.MethodPost, "/fs/write"))
 }
@@ -393,7 +393,7 @@ func TestOneShotUploadIsNotReplayedAfterGone(t *testing.T) {
 	assert.Empty(t, resumeRequests(e.srv))
 
 	// Bytes can: the call resumes and replays.
-	require.NoError(t, sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromString("b.txt", "bytes")}, files.WriteParams{}))
+	require.NoError(t, sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromBytes("b.txt", []byte("bytes"))}, files.WriteParams{}))
 	assert.NotEqual(t, old, sb.SessionID())
 	assert.Len(t, resumeRequests(e.srv), 1)
 

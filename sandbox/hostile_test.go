@@ -35,7 +35,7 @@ func hostileClient(t *testing.T, h http.HandlerFunc, opts ...sandbox.Option) *sa
 	})
 	c, err := sandbox.NewClient(append([]sandbox.Option{
 		sandbox.WithBaseURL(ts.URL), sandbox.WithTransport(tr),
-		sandbox.WithToken(hostileToken, "team_hostile", "prj_hostile"),
+		sandbox.WithToken(hostileToken), sandbox.WithTeam("team_hostile"), sandbox.WithProject("prj_hostile"),
 		sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}),
 	}, opts...)...)
 	require.NoError(t, err)
@@ -56,7 +56,7 @@ type leakCase struct {
 // getSession is an idempotent call: retried on 429, 5xx and transport
 // errors.
 func getSession(ctx context.Context, c *sandbox.Client) error {
-	_, _, err := c.Session(ctx, "sess_hostile")
+	_, _, err := c.GetSession(ctx, "sess_hostile")
 	return err
 }
 
@@ -140,7 +140,7 @@ func TestHostileServerNeverSeesItsEchoInErrors(t *testing.T) {
 				var logs lockedBuffer
 				c := hostileClient(t, func(w http.ResponseWriter, r *http.Request) {
 					tc.serve(w, r, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
-				}, sandbox.WithToken(token, "team_hostile", "prj_hostile"), sandbox.WithLogger(debugLogger(&logs)),
+				}, sandbox.WithToken(token), sandbox.WithTeam("team_hostile"), sandbox.WithProject("prj_hostile"), sandbox.WithLogger(debugLogger(&logs)),
 					sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond,
 						OnRetry: func(ev sandbox.RetryEvent) { fmt.Fprintf(&logs, "retry event: %+v %v\n", ev, ev.Err) }}))
 				err := tc.call(t.Context(), c)

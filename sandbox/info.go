@@ -183,7 +183,7 @@ type StopResult struct {
 	// AlreadyStopped is true when the session had stopped before this call:
 	// the API answered 410 Gone, or 200 with a session whose stop was
 	// requested before this call reached it (on the server's clock, to the
-	// second), or the handle (or, for StopSandbox, the API) already
+	// second), or the handle (or, for Client.Stop, the API) already
 	// reported the session stopped.
 	AlreadyStopped bool
 }

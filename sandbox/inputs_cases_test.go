@@ -42,7 +42,7 @@ var noInput = map[string]string{
 	"sandbox.Sandbox.Routes": getter, "sandbox.Sandbox.Session": getter, "sandbox.Sandbox.Client": getter, "sandbox.Sandbox.SessionID": getter,
 	"sandbox.User.Name": getter, "sandbox.User.Home": getter, "sandbox.Session.ExpiresAt": getter,
 	"sandbox.Status.Terminal": getter, "sandbox.AllowAll": noArgs, "sandbox.DenyAll": noArgs,
-	"sandbox.DeleteOrphanSnapshots": noArgs, "sandbox.Sandbox.Refresh": noArgs, "sandbox.Sandbox.Resume": noArgs,
+	"sandbox.Sandbox.Refresh": noArgs, "sandbox.Sandbox.Resume": noArgs,
 	"sandbox.Sandbox.Stop": noArgs, "sandbox.Sandbox.WaitStopped": noArgs, "sandbox.Sandbox.OpenInteractive": noArgs,
 	"sandbox.Sandbox.Sessions": noArgs, "sandbox.Sandbox.Delete": optsOnly,
 	"sandbox.Sandbox.FS": getter, "sandbox.User.FS": getter,
@@ -57,7 +57,7 @@ var noInput = map[string]string{
 	"command.Handle.Output": noArgs, "command.Handle.CopyOutput": "nil writers discard (documented)",
 
 	"files.Entry.Mode": getter, "files.Entry.Path": getter, "files.Entry.Replayable": getter,
-	"files.Entry.Size": getter, "files.WithFilter": "a nil function keeps everything (documented)",
+	"files.Entry.Size": getter,
 
 	"pty.Session.Close": noArgs, "pty.Session.Wait": noArgs, "pty.Session.Write": "bytes are opaque",
 

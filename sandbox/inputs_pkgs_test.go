@@ -34,43 +34,45 @@ func filesCases() []inputCase {
 	return []inputCase{
 		{entry: "files.Validate", field: "entries[0]", call: func(*inputFixture) error { return validate(files.Entry{}) }},
 		{entry: "files.Validate", field: "cwd", call: func(*inputFixture) error {
-			return files.Validate("rel", []files.Entry{files.FromString("a", "")}, files.WriteParams{})
+			return files.Validate("rel", []files.Entry{files.FromBytes("a", []byte(""))}, files.WriteParams{})
 		}},
 		{entry: "files.Length", field: "entries[0].Path", call: func(*inputFixture) error {
-			return ignore3(files.Length("/", []files.Entry{files.FromString("a/", "")}, files.WriteParams{}))
+			return ignore3(files.Length("/", []files.Entry{files.FromBytes("a/", []byte(""))}, files.WriteParams{}))
 		}},
 		{entry: "files.WriteTarGz", field: "w", call: func(f *inputFixture) error {
-			return files.WriteTarGz(f.ctx, nil, "/", []files.Entry{files.FromString("a", "")}, files.WriteParams{})
+			return files.WriteTarGz(f.ctx, nil, "/", []files.Entry{files.FromBytes("a", []byte(""))}, files.WriteParams{})
 		}},
 		{entry: "files.FromBytes", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromBytes(nul, nil)) }},
 		{entry: "files.FromBytes", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromBytes(badUTF8, nil)) }},
 		{entry: "files.Validate", field: "cwd", call: func(*inputFixture) error {
-			return files.Validate("/\xff", []files.Entry{files.FromString("a", "")}, files.WriteParams{})
+			return files.Validate("/\xff", []files.Entry{files.FromBytes("a", []byte(""))}, files.WriteParams{})
 		}},
-		{entry: "files.FromString", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromString("a/", "")) }},
+		{entry: "files.FromBytes", field: "entries[0].Path", call: func(*inputFixture) error { return validate(files.FromBytes("a/", []byte(""))) }},
 		{entry: "files.FromReader", field: "entries[0]", call: func(*inputFixture) error { return validate(files.FromReader("a", nil, 0)) }},
 		{entry: "files.FromReader", field: "entries[0].Size", call: func(*inputFixture) error {
 			return validate(files.FromReader("a", eofReader{}, -1))
 		}},
 		{entry: "files.FromFile", field: "localPath", call: func(*inputFixture) error { return ignore(files.FromFile("a", "")) }},
 		{entry: "files.FromFile", field: "localPath", call: func(f *inputFixture) error { return ignore(files.FromFile("a", ".")) }},
-		{entry: "files.FromDir", field: "localDir", call: func(*inputFixture) error { return ignore(files.FromDir("", "/dst")) }},
-		{entry: "files.FromFS", field: "fsys", call: func(*inputFixture) error { return ignore(files.FromFS(nil, ".", "/dst")) }},
-		{entry: "files.FromFS", field: "root", call: func(*inputFixture) error { return ignore(files.FromFS(fstest.MapFS{}, "../x", "/dst")) }},
+		{entry: "files.FromDir", field: "localDir", call: func(*inputFixture) error { return ignore(files.FromDir("/dst", "", files.TreeParams{})) }},
+		{entry: "files.FromFS", field: "fsys", call: func(*inputFixture) error { return ignore(files.FromFS("/dst", nil, ".", files.TreeParams{})) }},
+		{entry: "files.FromFS", field: "root", call: func(*inputFixture) error {
+			return ignore(files.FromFS("/dst", fstest.MapFS{}, "../x", files.TreeParams{}))
+		}},
 		{entry: "files.Entry.WithMode", field: "entries[0].Mode", call: func(*inputFixture) error {
-			return validate(files.FromString("a", "").WithMode(fs.ModeDir))
+			return validate(files.FromBytes("a", []byte("")).WithMode(fs.ModeDir))
 		}},
 		{entry: "files.Entry.WithPath", field: "entries[0].Path", call: func(*inputFixture) error {
-			return validate(files.FromString("a", "").WithPath(""))
+			return validate(files.FromBytes("a", []byte("")).WithPath(""))
 		}},
 		{entry: "files.WriteTarGz", field: "Level", call: func(*inputFixture) error {
-			return writeTarGz([]files.Entry{files.FromString("a", "")}, files.WriteParams{Level: 42})
+			return writeTarGz([]files.Entry{files.FromBytes("a", []byte(""))}, files.WriteParams{Level: 42})
 		}},
 		{entry: "files.WriteTarGz", field: "Level", call: func(*inputFixture) error {
-			return writeTarGz([]files.Entry{files.FromString("a", "")}, files.WriteParams{Level: 1, Stored: true})
+			return writeTarGz([]files.Entry{files.FromBytes("a", []byte(""))}, files.WriteParams{Level: 1, Stored: true})
 		}},
-		{entry: "files.WithSymlinks", field: "WithSymlinks", call: func(*inputFixture) error {
-			return ignore(files.FromFS(fstest.MapFS{}, ".", "/dst", files.WithSymlinks(99)))
+		{entry: "files.FromFS", field: "Symlinks", call: func(*inputFixture) error {
+			return ignore(files.FromFS("/dst", fstest.MapFS{}, ".", files.TreeParams{Symlinks: 99}))
 		}},
 	}
 }
@@ -222,7 +224,7 @@ func guardCases() []inputCase {
 }
 
 func authCases() []inputCase {
-	static := auth.Static("tok", "team", "prj")
+	static := auth.Static(auth.Credentials{Token: "tok", TeamID: "team", ProjectID: "prj"})
 	return []inputCase{
 		{entry: "auth.Chain", field: "providers[0]", call: func(f *inputFixture) error {
 			return ignore(auth.Chain(nil).Credentials(f.ctx))
@@ -234,7 +236,7 @@ func authCases() []inputCase {
 			return ignore(auth.ProviderFunc(nil).Credentials(f.ctx))
 		}},
 		{entry: "auth.RefresherFunc.Refresh", field: "RefresherFunc", call: func(f *inputFixture) error {
-			return ignore(auth.RefresherFunc(nil).Refresh(f.ctx, "prj", "team"))
+			return ignore(auth.RefresherFunc(nil).Refresh(f.ctx, auth.Target{ProjectID: "prj", TeamID: "team"}))
 		}},
 		{entry: "auth.NewOIDCProvider", field: "OIDCOptions", call: func(f *inputFixture) error {
 			return ignore(auth.NewOIDCProvider(auth.OIDCOptions{}).Credentials(f.ctx))
@@ -245,17 +247,17 @@ func authCases() []inputCase {
 		{entry: "auth.FromEnv", field: "name", call: func(f *inputFixture) error { return ignore3(auth.FromEnv("")(f.ctx)) }},
 		{entry: "auth.FromFile", field: "path", call: func(f *inputFixture) error { return ignore3(auth.FromFile("")(f.ctx)) }},
 		{entry: "vercelcli.LinkedProjectRefresher.Refresh", is: vercelcli.ErrInvalidID, call: func(f *inputFixture) error {
-			return ignore((&vercelcli.LinkedProjectRefresher{}).Refresh(f.ctx, "../p", "team"))
+			return ignore((&vercelcli.LinkedProjectRefresher{}).Refresh(f.ctx, auth.Target{ProjectID: "../p", TeamID: "team"}))
 		}},
 		{entry: "vercelcli.LinkedProjectRefresher.Refresh", is: vercelcli.ErrInvalidID, call: func(f *inputFixture) error {
-			return ignore((&vercelcli.LinkedProjectRefresher{ProjectID: "prj"}).Refresh(f.ctx, "", "team/x"))
+			return ignore((&vercelcli.LinkedProjectRefresher{ProjectID: "prj"}).Refresh(f.ctx, auth.Target{ProjectID: "", TeamID: "team/x"}))
 		}},
 		{entry: "auth.Static", is: auth.ErrMissingParams, call: func(f *inputFixture) error {
-			return ignore(auth.Static("", "team", "prj").Credentials(f.ctx))
+			return ignore(auth.Static(auth.Credentials{Token: "", TeamID: "team", ProjectID: "prj"}).Credentials(f.ctx))
 		}},
 		{entry: "auth.ParseClaims", is: auth.ErrInvalidOIDCToken, call: func(*inputFixture) error { return ignore(auth.ParseClaims("x")) }},
 		{entry: "vercelcli.CLIExecRefresher.Refresh", is: vercelcli.ErrInvalidID, call: func(f *inputFixture) error {
-			return ignore((&vercelcli.CLIExecRefresher{}).Refresh(f.ctx, "-p", "t"))
+			return ignore((&vercelcli.CLIExecRefresher{}).Refresh(f.ctx, auth.Target{ProjectID: "-p", TeamID: "t"}))
 		}},
 	}
 }

@@ -95,10 +95,13 @@ func sandboxCases() []inputCase {
 			return ignore(sandbox.NewClient(sandbox.WithRetryPolicy(sandbox.RetryPolicy{MaxRetryAfter: -time.Second})))
 		}},
 		{entry: "sandbox.WithToken", field: "WithToken", call: func(*inputFixture) error {
-			return ignore(sandbox.NewClient(sandbox.WithToken("", "team", "prj")))
+			return ignore(sandbox.NewClient(sandbox.WithToken(""), sandbox.WithTeam("team"), sandbox.WithProject("prj")))
 		}},
 		{entry: "sandbox.WithToken", field: "WithToken", call: func(*inputFixture) error {
-			return ignore(sandbox.NewClient(sandbox.WithToken("tok", "team", "")))
+			return ignore(sandbox.NewClient(sandbox.WithToken("tok"), sandbox.WithTeam("team"), sandbox.WithProject("")))
+		}},
+		{entry: "sandbox.WithToken", field: "WithToken", call: func(*inputFixture) error {
+			return ignore(sandbox.NewClient(sandbox.WithToken("tok")))
 		}},
 		{entry: "sandbox.ValidateName", field: "Name", call: func(*inputFixture) error { return sandbox.ValidateName("a b") }},
 		{entry: "sandbox.NewName", field: "Name", call: func(*inputFixture) error {
@@ -136,33 +139,33 @@ func sandboxCases() []inputCase {
 		}},
 		{entry: "sandbox.Client.Get", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.Get(f.ctx, "")) }},
 		{entry: "sandbox.Client.Resume", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.Resume(f.ctx, "../x")) }},
-		{entry: "sandbox.Client.Delete", field: "Name", call: func(f *inputFixture) error { return f.c.Delete(f.ctx, "") }},
-		{entry: "sandbox.Client.StopSandbox", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.StopSandbox(f.ctx, "")) }},
+		{entry: "sandbox.Client.Delete", field: "Name", call: func(f *inputFixture) error { return f.c.Delete(f.ctx, "", sandbox.DeleteParams{}) }},
+		{entry: "sandbox.Client.Stop", field: "Name", call: func(f *inputFixture) error { return ignore(f.c.Stop(f.ctx, "")) }},
 		{entry: "sandbox.Client.Fork", field: "Name", call: func(f *inputFixture) error {
 			return ignore(f.c.Fork(f.ctx, "", sandbox.ForkParams{}))
 		}},
 		{entry: "sandbox.Client.Update", field: "Name", call: func(f *inputFixture) error {
 			return ignore3(f.c.Update(f.ctx, "", sandbox.UpdateParams{}))
 		}},
-		{entry: "sandbox.Client.Session", field: "sessionID", call: func(f *inputFixture) error { return ignore3(f.c.Session(f.ctx, "")) }},
-		{entry: "sandbox.Client.Stop", field: "sessionID", call: func(f *inputFixture) error { return ignore(f.c.Stop(f.ctx, "a/b")) }},
-		{entry: "sandbox.Client.ExtendTimeout", field: "sessionID", call: func(f *inputFixture) error {
-			return ignore(f.c.ExtendTimeout(f.ctx, "", time.Minute))
+		{entry: "sandbox.Client.GetSession", field: "sessionID", call: func(f *inputFixture) error { return ignore3(f.c.GetSession(f.ctx, "")) }},
+		{entry: "sandbox.Client.StopSession", field: "sessionID", call: func(f *inputFixture) error { return ignore(f.c.StopSession(f.ctx, "a/b")) }},
+		{entry: "sandbox.Client.ExtendSessionTimeout", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.ExtendSessionTimeout(f.ctx, "", time.Minute))
 		}},
-		{entry: "sandbox.Client.ExtendTimeout", field: "d", call: func(f *inputFixture) error {
-			return ignore(f.c.ExtendTimeout(f.ctx, f.sb.SessionID(), -time.Minute))
+		{entry: "sandbox.Client.ExtendSessionTimeout", field: "d", call: func(f *inputFixture) error {
+			return ignore(f.c.ExtendSessionTimeout(f.ctx, f.sb.SessionID(), -time.Minute))
 		}},
-		{entry: "sandbox.Client.SetNetworkPolicy", field: "sessionID", call: func(f *inputFixture) error {
-			return ignore(f.c.SetNetworkPolicy(f.ctx, "", sandbox.AllowAll()))
+		{entry: "sandbox.Client.SetSessionNetworkPolicy", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.SetSessionNetworkPolicy(f.ctx, "", sandbox.AllowAll()))
 		}},
-		{entry: "sandbox.Client.SetNetworkPolicy", field: "NetworkPolicy", call: func(f *inputFixture) error {
-			return ignore(f.c.SetNetworkPolicy(f.ctx, f.sb.SessionID(), nil))
+		{entry: "sandbox.Client.SetSessionNetworkPolicy", field: "NetworkPolicy", call: func(f *inputFixture) error {
+			return ignore(f.c.SetSessionNetworkPolicy(f.ctx, f.sb.SessionID(), nil))
 		}},
-		{entry: "sandbox.Client.Snapshot", field: "sessionID", call: func(f *inputFixture) error {
-			return ignore(f.c.Snapshot(f.ctx, "", sandbox.SnapshotParams{}))
+		{entry: "sandbox.Client.SnapshotSession", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.SnapshotSession(f.ctx, "", sandbox.SnapshotParams{}))
 		}},
-		{entry: "sandbox.Client.Snapshot", field: "Expiration", call: func(f *inputFixture) error {
-			return ignore(f.c.Snapshot(f.ctx, f.sb.SessionID(), sandbox.SnapshotParams{Expiration: dur(-time.Hour)}))
+		{entry: "sandbox.Client.SnapshotSession", field: "Expiration", call: func(f *inputFixture) error {
+			return ignore(f.c.SnapshotSession(f.ctx, f.sb.SessionID(), sandbox.SnapshotParams{Expiration: dur(-time.Hour)}))
 		}},
 		{entry: "sandbox.Client.GetSnapshot", field: "snapshotID", call: func(f *inputFixture) error { return ignore(f.c.GetSnapshot(f.ctx, "")) }},
 		{entry: "sandbox.Client.DeleteSnapshot", field: "snapshotID", call: func(f *inputFixture) error {
@@ -206,12 +209,12 @@ func sandboxCases() []inputCase {
 		{entry: "sandbox.Sandbox.Health", field: "HealthParams.Command[0]", call: func(f *inputFixture) error {
 			return ignore(f.sb.Health(f.ctx, sandbox.HealthParams{Command: []string{" "}}))
 		}},
-		{entry: "sandbox.Client.OpenInteractive", field: "sessionID", call: func(f *inputFixture) error {
-			return ignore(f.c.OpenInteractive(f.ctx, ""))
+		{entry: "sandbox.Client.OpenSessionInteractive", field: "sessionID", call: func(f *inputFixture) error {
+			return ignore(f.c.OpenSessionInteractive(f.ctx, ""))
 		}},
 		{entry: "sandbox.Client.Attach", field: "Ref", call: func(f *inputFixture) error { return ignore(f.c.Attach(command.Ref{})) }},
 		{entry: "sandbox.GitSource", field: "Source", call: func(f *inputFixture) error {
-			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Source: sandbox.GitSource("", sandbox.GitOptions{})}))
+			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Source: sandbox.GitSource("", sandbox.GitParams{})}))
 		}},
 		{entry: "sandbox.TarballSource", field: "Source", call: func(f *inputFixture) error {
 			return ignore(f.c.Create(f.ctx, sandbox.CreateParams{Source: sandbox.TarballSource("")}))
@@ -246,14 +249,19 @@ func sandboxCases() []inputCase {
 		{entry: "sandbox.Sandbox.AsUser", field: "name", call: func(f *inputFixture) error { return ignore(f.sb.AsUser("Bad User")) }},
 		{entry: "sandbox.Sandbox.CreateUser", field: "name", call: func(f *inputFixture) error { return ignore(f.sb.CreateUser(f.ctx, "")) }},
 		{entry: "sandbox.Sandbox.CreateGroup", field: "name", call: func(f *inputFixture) error { return ignore(f.sb.CreateGroup(f.ctx, long)) }},
-		{entry: "sandbox.Sandbox.AddUserToGroup", field: "user", call: func(f *inputFixture) error {
-			return f.sb.AddUserToGroup(f.ctx, "", "g")
+		{entry: "sandbox.User.AddToGroup", field: "group", call: func(f *inputFixture) error {
+			u, err := f.sb.AsUser("u")
+			if err != nil {
+				return err
+			}
+			return u.AddToGroup(f.ctx, "-g")
 		}},
-		{entry: "sandbox.Sandbox.AddUserToGroup", field: "group", call: func(f *inputFixture) error {
-			return f.sb.AddUserToGroup(f.ctx, "u", "-g")
-		}},
-		{entry: "sandbox.Sandbox.RemoveUserFromGroup", field: "group", call: func(f *inputFixture) error {
-			return f.sb.RemoveUserFromGroup(f.ctx, "u", "")
+		{entry: "sandbox.User.RemoveFromGroup", field: "group", call: func(f *inputFixture) error {
+			u, err := f.sb.AsUser("u")
+			if err != nil {
+				return err
+			}
+			return u.RemoveFromGroup(f.ctx, "")
 		}},
 		{entry: "sandbox.FileSystem.WriteFiles", field: "entries[0]", call: func(f *inputFixture) error {
 			return f.sb.FS().WriteFiles(f.ctx, []files.Entry{{}}, files.WriteParams{})
@@ -372,7 +380,7 @@ func sandboxCases() []inputCase {
 			return ignore(fs.ReadDir(f.sb.FS().DirFS(f.ctx, "/d"), "\xff"))
 		}},
 		inputCase{entry: "sandbox.FileSystem.WriteFiles", field: "entries[0].Path", call: func(f *inputFixture) error {
-			return f.sb.FS().WriteFiles(f.ctx, []files.Entry{files.FromString(badUTF8, "")}, files.WriteParams{})
+			return f.sb.FS().WriteFiles(f.ctx, []files.Entry{files.FromBytes(badUTF8, []byte(""))}, files.WriteParams{})
 		}},
 	)
 	// Every text of a command travels as JSON.

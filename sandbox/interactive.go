@@ -34,10 +34,10 @@ func (t Interactive) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("url", t.URL), slog.String("token", redact.Value(t.Token)))
 }
 
-// OpenInteractive asks for a ticket to an interactive session of the
+// OpenSessionInteractive asks for a ticket to an interactive session of the
 // running session sessionID. Nothing runs until a client connects to the
 // ticket's URL; package sandbox/pty does that.
-func (c *Client) OpenInteractive(ctx context.Context, sessionID string) (Interactive, error) {
+func (c *Client) OpenSessionInteractive(ctx context.Context, sessionID string) (Interactive, error) {
 	return c.openInteractive(ctx, sessionID, "")
 }
 

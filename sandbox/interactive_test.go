@@ -36,10 +36,10 @@ func TestOpenInteractiveTicket(t *testing.T) {
 		assert.Contains(t, shown, "[REDACTED]")
 	}
 
-	_, err = e.c.OpenInteractive(t.Context(), "")
+	_, err = e.c.OpenSessionInteractive(t.Context(), "")
 	require.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	_, err = sb.Stop(t.Context())
 	require.NoError(t, err)
-	_, err = e.c.OpenInteractive(t.Context(), sb.SessionID())
+	_, err = e.c.OpenSessionInteractive(t.Context(), sb.SessionID())
 	require.ErrorIs(t, err, sandbox.ErrGone)
 }

@@ -94,7 +94,7 @@ func (c *Client) GetOrCreate(ctx context.Context, p CreateParams) (*Sandbox, err
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case errors.Is(err, ErrSnapshotNotFound):
-		if err := c.Delete(ctx, p.Name); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := c.Delete(ctx, p.Name, DeleteParams{}); err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}
 	default:
@@ -190,17 +190,16 @@ func (c *Client) Update(ctx context.Context, name string, p UpdateParams) (Info,
 	return infoFromWire(&out.Sandbox), routes, nil
 }
 
-// DeleteOption refines Delete.
-type DeleteOption func(*deleteConfig)
+// DeleteParams refine Delete. The zero value deletes the sandbox only.
+type DeleteParams struct {
+	// OrphanSnapshots also deletes the sandbox's snapshots that no other
+	// sandbox uses.
+	OrphanSnapshots bool
+}
 
-type deleteConfig struct{ orphanSnapshots bool }
-
-// DeleteOrphanSnapshots makes Delete also delete the sandbox's snapshots
-// that no other sandbox uses.
-func DeleteOrphanSnapshots() DeleteOption { return func(c *deleteConfig) { c.orphanSnapshots = true } }
-
-// Delete stops the sandbox's session, if running, and deletes the sandbox.
-func (c *Client) Delete(ctx context.Context, name string, opts ...DeleteOption) error {
+// Delete stops the named sandbox's session, if running, and deletes the
+// sandbox.
+func (c *Client) Delete(ctx context.Context, name string, p DeleteParams) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
@@ -209,23 +208,17 @@ func (c *Client) Delete(ctx context.Context, name string, opts ...DeleteOption) 
 		return err
 	}
 	q := projectQuery("projectId", project)
-	var o deleteConfig
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	if o.orphanSnapshots {
+	if p.OrphanSnapshots {
 		q.Set("deleteOrphanSnapshots", "true")
 	}
 	return c.core.JSON(ctx, &httpcore.Call{Method: "DELETE", Path: sandboxPath(name), Query: q,
 		Op: "delete sandbox", SandboxName: name}, nil)
 }
 
-// Fork creates a new sandbox from source's configuration and current
-// snapshot. Like Create, it is not safe to repeat.
-func (c *Client) Fork(ctx context.Context, source string, p ForkParams) (*Sandbox, error) {
-	if err := ValidateName(source); err != nil {
+// Fork creates a new sandbox from the configuration and current snapshot
+// of the sandbox called name. Like Create, it is not safe to repeat.
+func (c *Client) Fork(ctx context.Context, name string, p ForkParams) (*Sandbox, error) {
+	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
 	if err := p.Validate(); err != nil {
@@ -236,17 +229,17 @@ func (c *Client) Fork(ctx context.Context, source string, p ForkParams) (*Sandbo
 		return nil, err
 	}
 	var out wire.SandboxResponse
-	err = c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sandboxPath(source) + "/fork",
+	err = c.core.JSON(ctx, &httpcore.Call{Method: "POST", Path: sandboxPath(name) + "/fork",
 		Query: projectQuery("projectId", project), JSON: p.toWire(), Safety: httpcore.Unsafe,
-		Op: "fork sandbox", SandboxName: source}, &out)
+		Op: "fork sandbox", SandboxName: name}, &out)
 	if err != nil {
 		return nil, err
 	}
 	return c.newSandbox(&out), nil
 }
 
-// Session fetches one session by id, with its routes.
-func (c *Client) Session(ctx context.Context, sessionID string) (Session, []Route, error) {
+// GetSession fetches one session by id, with its routes.
+func (c *Client) GetSession(ctx context.Context, sessionID string) (Session, []Route, error) {
 	if err := validateID("sessionID", sessionID); err != nil {
 		return Session{}, nil, err
 	}
@@ -349,11 +342,12 @@ func pages[R any, T any](ctx context.Context, c *Client, call *httpcore.Call, it
 	}
 }
 
-// Stop stops a session by id and waits until it has stopped (and,
+// StopSession stops a session by id and waits until it has stopped (and,
 // for a persistent sandbox, been snapshotted). A session that had already
 // stopped is not an error: the result has AlreadyStopped set. This works
-// from any process that knows the session id.
-func (c *Client) Stop(ctx context.Context, sessionID string) (*StopResult, error) {
+// from any process that knows the session id. Stop stops a sandbox known
+// by name.
+func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult, error) {
 	return c.stopSession(ctx, sessionID, "")
 }
 
@@ -369,7 +363,7 @@ func (c *Client) stopSession(ctx context.Context, sessionID, name string) (*Stop
 		Answered: func(h http.Header) { date = h.Get("Date") }}, &out)
 	if errors.Is(err, ErrGone) {
 		res := &StopResult{AlreadyStopped: true}
-		if s, _, gerr := c.Session(ctx, sessionID); gerr == nil {
+		if s, _, gerr := c.GetSession(ctx, sessionID); gerr == nil {
 			res.Session = s
 		} else {
 			res.Session = Session{ID: sessionID, Status: StatusStopped}
@@ -413,11 +407,11 @@ func stoppedBefore(s *wire.Session, date string, took time.Duration) bool {
 	return wire.Time(*requested).Before(answered.Add(-took))
 }
 
-// StopSandbox stops the named sandbox's current session, if it runs. It
+// Stop stops the named sandbox's current session, if it runs. It
 // needs only the name (for example one stored in a database). A sandbox
 // that was already stopped gives AlreadyStopped; a missing one gives an
 // error matching ErrNotFound.
-func (c *Client) StopSandbox(ctx context.Context, name string) (*StopResult, error) {
+func (c *Client) Stop(ctx context.Context, name string) (*StopResult, error) {
 	out, err := c.get(ctx, name, false)
 	if err != nil {
 		return nil, err
@@ -429,10 +423,10 @@ func (c *Client) StopSandbox(ctx context.Context, name string) (*StopResult, err
 	return c.stopSession(ctx, out.Session.ID, name)
 }
 
-// ExtendTimeout adds d to a running session's timeout and returns the
+// ExtendSessionTimeout adds d to a running session's timeout and returns the
 // session. It is not retried after an ambiguous failure (it would extend
 // twice).
-func (c *Client) ExtendTimeout(ctx context.Context, sessionID string, d time.Duration) (Session, error) {
+func (c *Client) ExtendSessionTimeout(ctx context.Context, sessionID string, d time.Duration) (Session, error) {
 	return c.extend(ctx, sessionID, "", d)
 }
 
@@ -453,9 +447,9 @@ func (c *Client) extend(ctx context.Context, sessionID, name string, d time.Dura
 	return sessionFromWire(&out.Session), nil
 }
 
-// SetNetworkPolicy changes the network policy of a running
+// SetSessionNetworkPolicy changes the network policy of a running
 // session and returns the session.
-func (c *Client) SetNetworkPolicy(ctx context.Context, sessionID string, p *NetworkPolicy) (Session, error) {
+func (c *Client) SetSessionNetworkPolicy(ctx context.Context, sessionID string, p *NetworkPolicy) (Session, error) {
 	return c.setPolicy(ctx, sessionID, "", p)
 }
 
@@ -478,9 +472,9 @@ func (c *Client) setPolicy(ctx context.Context, sessionID, name string, p *Netwo
 	return sessionFromWire(&out.Session), nil
 }
 
-// Snapshot snapshots a running session. The session stops once the
+// SnapshotSession snapshots a running session. The session stops once the
 // snapshot is taken. Not safe to repeat after an ambiguous failure.
-func (c *Client) Snapshot(ctx context.Context, sessionID string, p SnapshotParams) (Snapshot, error) {
+func (c *Client) SnapshotSession(ctx context.Context, sessionID string, p SnapshotParams) (Snapshot, error) {
 	s, _, err := c.snapshot(ctx, sessionID, "", p)
 	return s, err
 }
@@ -510,24 +504,24 @@ func (c *Client) snapshot(ctx context.Context, sessionID, name string, p Snapsho
 }
 
 // GetSnapshot fetches a snapshot by id.
-func (c *Client) GetSnapshot(ctx context.Context, id string) (Snapshot, error) {
-	if err := validateID("snapshotID", id); err != nil {
+func (c *Client) GetSnapshot(ctx context.Context, snapshotID string) (Snapshot, error) {
+	if err := validateID("snapshotID", snapshotID); err != nil {
 		return Snapshot{}, err
 	}
 	var out wire.SnapshotResponse
-	if err := c.core.JSON(ctx, &httpcore.Call{Method: "GET", Path: "/v2/sandboxes/snapshots/" + id, Op: "get snapshot"}, &out); err != nil {
+	if err := c.core.JSON(ctx, &httpcore.Call{Method: "GET", Path: "/v2/sandboxes/snapshots/" + snapshotID, Op: "get snapshot"}, &out); err != nil {
 		return Snapshot{}, err
 	}
 	return snapshotFromWire(&out.Snapshot), nil
 }
 
 // DeleteSnapshot deletes a snapshot and returns its final state.
-func (c *Client) DeleteSnapshot(ctx context.Context, id string) (Snapshot, error) {
-	if err := validateID("snapshotID", id); err != nil {
+func (c *Client) DeleteSnapshot(ctx context.Context, snapshotID string) (Snapshot, error) {
+	if err := validateID("snapshotID", snapshotID); err != nil {
 		return Snapshot{}, err
 	}
 	var out wire.SnapshotResponse
-	if err := c.core.JSON(ctx, &httpcore.Call{Method: "DELETE", Path: "/v2/sandboxes/snapshots/" + id, Op: "delete snapshot"}, &out); err != nil {
+	if err := c.core.JSON(ctx, &httpcore.Call{Method: "DELETE", Path: "/v2/sandboxes/snapshots/" + snapshotID, Op: "delete snapshot"}, &out); err != nil {
 		return Snapshot{}, err
 	}
 	return snapshotFromWire(&out.Snapshot), nil

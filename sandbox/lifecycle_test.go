@@ -281,12 +281,27 @@ func TestDelete(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sb := e.create("gone")
-	require.NoError(t, sb.Delete(t.Context()))
+	require.NoError(t, sb.Delete(t.Context(), sandbox.DeleteParams{}))
 	_, ok := e.srv.Sandbox("gone")
 	assert.False(t, ok)
 	_, err := e.c.Get(t.Context(), "gone")
 	assert.ErrorIs(t, err, sandbox.ErrNotFound)
-	assert.ErrorIs(t, e.c.Delete(t.Context(), "gone"), sandbox.ErrNotFound)
+	assert.ErrorIs(t, e.c.Delete(t.Context(), "gone", sandbox.DeleteParams{}), sandbox.ErrNotFound)
+}
+
+func TestDeleteOrphanSnapshots(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.create("kept")
+	e.create("pruned")
+	require.NoError(t, e.c.Delete(t.Context(), "kept", sandbox.DeleteParams{}))
+	require.NoError(t, e.c.Delete(t.Context(), "pruned", sandbox.DeleteParams{OrphanSnapshots: true}))
+	kept := requests(e.srv, http.MethodDelete, "/kept")
+	pruned := requests(e.srv, http.MethodDelete, "/pruned")
+	require.Len(t, kept, 1)
+	require.Len(t, pruned, 1)
+	assert.False(t, kept[0].Query.Has("deleteOrphanSnapshots"), "the zero DeleteParams asks for nothing more")
+	assert.Equal(t, "true", pruned[0].Query.Get("deleteOrphanSnapshots"))
 }
 
 func TestForkCopiesSnapshot(t *testing.T) {
@@ -344,7 +359,7 @@ func TestListSessions(t *testing.T) {
 	}
 	assert.Equal(t, []string{first, second.ID}, ids)
 
-	s, _, err := e.c.Session(t.Context(), first)
+	s, _, err := e.c.GetSession(t.Context(), first)
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.StatusStopped, s.Status)
 }
@@ -434,20 +449,20 @@ func TestStopSessionFromAnotherClient(t *testing.T) {
 	sid := sb.SessionID() // what another process would have stored
 
 	other := e.srv.Client()
-	res, err := other.Stop(t.Context(), sid)
+	res, err := other.StopSession(t.Context(), sid)
 	require.NoError(t, err)
 	assert.Equal(t, sid, res.Session.ID)
 	assert.Equal(t, sandbox.StatusStopped, res.Session.Status)
 	ws, _ := e.srv.Session(sid)
 	assert.Equal(t, "stopped", ws.Status)
 
-	again, err := other.Stop(t.Context(), sid)
+	again, err := other.StopSession(t.Context(), sid)
 	require.NoError(t, err, "stopping a stopped session is not an error")
 	assert.Equal(t, sandbox.StatusStopped, again.Session.Status)
 
-	_, err = other.Stop(t.Context(), "sbx_doesnotexist")
+	_, err = other.StopSession(t.Context(), "sbx_doesnotexist")
 	assert.ErrorIs(t, err, sandbox.ErrNotFound)
-	_, err = other.Stop(t.Context(), "../etc")
+	_, err = other.StopSession(t.Context(), "../etc")
 	assert.ErrorIs(t, err, sandbox.ErrInvalidInput)
 }
 
@@ -457,18 +472,18 @@ func TestStopSandboxByName(t *testing.T) {
 	sb := e.create("named")
 
 	other := e.srv.Client()
-	res, err := other.StopSandbox(t.Context(), "named")
+	res, err := other.Stop(t.Context(), "named")
 	require.NoError(t, err)
 	assert.False(t, res.AlreadyStopped)
 	assert.Equal(t, sb.SessionID(), res.Session.ID)
 	assert.Equal(t, sandbox.StatusStopped, res.Session.Status)
 
-	again, err := other.StopSandbox(t.Context(), "named")
+	again, err := other.Stop(t.Context(), "named")
 	require.NoError(t, err)
 	assert.True(t, again.AlreadyStopped)
 	assert.Len(t, requests(e.srv, http.MethodPost, "/stop"), 1, "a stopped sandbox is not stopped again")
 
-	_, err = other.StopSandbox(t.Context(), "nobody")
+	_, err = other.Stop(t.Context(), "nobody")
 	assert.ErrorIs(t, err, sandbox.ErrNotFound)
 }
 
@@ -577,4 +592,31 @@ func TestWaitStopped(t *testing.T) {
 	require.NotNil(t, res)
 	require.NotNil(t, res.Snapshot)
 	assert.Equal(t, res.Snapshot.ID, sb.Info().CurrentSnapshotID, "the handle knows the snapshot the stop took")
+}
+
+func TestGitSourceParams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := sandbox.CreateParams{Name: "from-git", Source: sandbox.GitSource("https://example.com/repo.git",
+		sandbox.GitParams{Depth: 1, Revision: "v1.2.0", Username: "x-access-token", Password: "secret-token"})}
+	_, _ = e.c.Create(t.Context(), p) // the local server may not clone; the request is what matters
+	var src map[string]any
+	for _, r := range requests(e.srv, http.MethodPost, "/sandboxes") {
+		if s, ok := jsonBody(t, r)["source"].(map[string]any); ok {
+			src = s
+		}
+	}
+	require.NotNil(t, src, "the create request carries a source")
+	assert.Equal(t, "git", src["type"])
+	assert.Equal(t, "https://example.com/repo.git", src["url"])
+	assert.Equal(t, 1.0, src["depth"])
+	assert.Equal(t, "v1.2.0", src["revision"])
+	assert.Equal(t, "x-access-token", src["username"])
+
+	_, _ = e.c.Create(t.Context(), sandbox.CreateParams{Name: "full-clone", Source: sandbox.GitSource("https://example.com/repo.git", sandbox.GitParams{})})
+	reqs := requests(e.srv, http.MethodPost, "/sandboxes")
+	last, ok := jsonBody(t, reqs[len(reqs)-1])["source"].(map[string]any)
+	require.True(t, ok)
+	assert.NotContains(t, last, "depth", "the zero GitParams clones in full")
+	assert.NotContains(t, last, "revision")
 }

@@ -104,7 +104,7 @@ func (f *loadFake) close() {
 func (f *loadFake) client(tb testing.TB) *sandbox.Client {
 	tb.Helper()
 	opts := []sandbox.Option{sandbox.WithBaseURL(f.ts.URL),
-		sandbox.WithToken(f.srv.Token(), local.TeamID, local.ProjectID)}
+		sandbox.WithToken(f.srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID)}
 	if f.h2 {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 100

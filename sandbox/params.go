@@ -44,8 +44,9 @@ type Source struct {
 	w    wire.Source
 }
 
-// GitOptions refine a git source.
-type GitOptions struct {
+// GitParams refine a git source. The zero value clones the default branch
+// in full, without credentials.
+type GitParams struct {
 	Depth    int    // shallow clone depth; 0 means full
 	Revision string // branch, tag or commit
 	Username string // for private repositories
@@ -53,10 +54,10 @@ type GitOptions struct {
 }
 
 // GitSource clones a git repository into the sandbox.
-func GitSource(url string, opts GitOptions) *Source {
-	s := &Source{kind: "git", w: wire.Source{Type: "git", URL: url, Revision: opts.Revision, Username: opts.Username, Password: opts.Password}}
-	if opts.Depth != 0 {
-		s.w.Depth = ptr(opts.Depth)
+func GitSource(url string, p GitParams) *Source {
+	s := &Source{kind: "git", w: wire.Source{Type: "git", URL: url, Revision: p.Revision, Username: p.Username, Password: p.Password}}
+	if p.Depth != 0 {
+		s.w.Depth = ptr(p.Depth)
 	}
 	return s
 }

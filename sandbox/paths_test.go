@@ -42,7 +42,7 @@ func TestInvalidUTF8PathIsRefusedNotRewritten(t *testing.T) {
 		{"Rename onto", func() error { return sb.FS().Rename(ctx, dir+"/u", bad) }},
 		{"WriteFile", func() error { return sb.FS().WriteFile(ctx, bad, []byte("lost"), 0o644) }},
 		{"WriteFiles", func() error {
-			return sb.FS().WriteFiles(ctx, []files.Entry{files.FromString("ok", "x"), files.FromString(bad, "lost")}, files.WriteParams{})
+			return sb.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("ok", []byte("x")), files.FromBytes(bad, []byte("lost"))}, files.WriteParams{})
 		}},
 		{"Chmod", func() error { return sb.FS().Chmod(ctx, bad, 0) }},
 		{"Mkdir", func() error { return sb.FS().Mkdir(ctx, bad+"/d", 0o755) }},

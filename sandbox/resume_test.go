@@ -207,7 +207,7 @@ func TestResumeWhileStopping(t *testing.T) {
 	// Another process stops the sandbox; the stop takes a while.
 	stopped := make(chan error, 1)
 	go func() {
-		_, err := e.srv.Client().Stop(t.Context(), old)
+		_, err := e.srv.Client().StopSession(t.Context(), old)
 		stopped <- err
 	}()
 	require.Eventually(t, func() bool {

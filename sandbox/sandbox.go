@@ -275,7 +275,7 @@ func (s *Sandbox) WaitStopped(ctx context.Context) (Session, error) {
 // waitStopped polls a session until it has stopped.
 func (c *Client) waitStopped(ctx context.Context, sessionID string) (Session, error) {
 	for {
-		sess, _, err := c.Session(ctx, sessionID)
+		sess, _, err := c.GetSession(ctx, sessionID)
 		if err != nil || sess.Status.Terminal() {
 			return sess, err
 		}
@@ -351,8 +351,8 @@ func (s *Sandbox) Update(ctx context.Context, p UpdateParams) error {
 }
 
 // Delete stops and deletes the sandbox.
-func (s *Sandbox) Delete(ctx context.Context, opts ...DeleteOption) error {
-	return s.c.Delete(ctx, s.name, opts...)
+func (s *Sandbox) Delete(ctx context.Context, p DeleteParams) error {
+	return s.c.Delete(ctx, s.name, p)
 }
 
 // Snapshot snapshots the filesystem of the running session; the session

@@ -205,7 +205,7 @@ func TestSizedUploadSpoolRemovedOnFailureAndCancel(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assertEmptyDir(t, spool, "the spool file is removed after a cancel")
 
-	err = sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromString("/", "x")}, files.WriteParams{})
+	err = sb.FS().WriteFiles(t.Context(), []files.Entry{files.FromBytes("/", []byte("x"))}, files.WriteParams{})
 	require.ErrorIs(t, err, sandbox.ErrInvalidInput)
 	assertEmptyDir(t, spool, "nothing is spooled for invalid input")
 }
@@ -329,7 +329,7 @@ func BenchmarkWriteFilesSized(b *testing.B) {
 				var received atomic.Int64
 				ts := httptest.NewServer(uploadDiscarder(srv.Handler(), everyRequest, &received))
 				b.Cleanup(ts.Close)
-				opts := []sandbox.Option{sandbox.WithBaseURL(ts.URL), sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID)}
+				opts := []sandbox.Option{sandbox.WithBaseURL(ts.URL), sandbox.WithToken(srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID)}
 				if sized {
 					opts = append(opts, sandbox.WithSizedUploads(b.TempDir()))
 				}

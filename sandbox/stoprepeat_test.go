@@ -25,12 +25,12 @@ func TestRepeatedStopAnswered200IsAlreadyStopped(t *testing.T) {
 			stale, err := e.c.Get(t.Context(), sb.Name()) // a handle that will not see the stop
 			require.NoError(t, err)
 
-			first, err := e.c.Stop(t.Context(), sb.SessionID())
+			first, err := e.c.StopSession(t.Context(), sb.SessionID())
 			require.NoError(t, err)
 			assert.False(t, first.AlreadyStopped, "this call stopped it")
 			clock.Advance(time.Minute)
 
-			again, err := e.c.Stop(t.Context(), sb.SessionID())
+			again, err := e.c.StopSession(t.Context(), sb.SessionID())
 			require.NoError(t, err)
 			assert.True(t, again.AlreadyStopped, "a 200 for a session stopped before the call")
 			assert.Equal(t, sandbox.StatusStopped, again.Session.Status)

@@ -189,28 +189,21 @@ func (s *Sandbox) CreateGroup(ctx context.Context, name string) (Group, error) {
 	return g, nil
 }
 
-// AddUserToGroup adds a user to a supplementary group (usermod -aG). An
+// AddToGroup adds the user to a supplementary group (usermod -aG). An
 // unknown user or group gives an *AccountError matching ErrNoSuchUser or
 // ErrNoSuchGroup.
-func (s *Sandbox) AddUserToGroup(ctx context.Context, user, group string) error {
-	if err := validatePair(user, group); err != nil {
+func (u *User) AddToGroup(ctx context.Context, group string) error {
+	if err := validateAccount("group", group); err != nil {
 		return err
 	}
-	return s.accountCmd(ctx, AccountError{Op: "add to group", User: user, Group: group}, nil, "usermod", "-aG", group, "--", user)
+	return u.sb.accountCmd(ctx, AccountError{Op: "add to group", User: u.name, Group: group}, nil, "usermod", "-aG", group, "--", u.name)
 }
 
-// RemoveUserFromGroup removes a user from a supplementary group (gpasswd
+// RemoveFromGroup removes the user from a supplementary group (gpasswd
 // -d).
-func (s *Sandbox) RemoveUserFromGroup(ctx context.Context, user, group string) error {
-	if err := validatePair(user, group); err != nil {
+func (u *User) RemoveFromGroup(ctx context.Context, group string) error {
+	if err := validateAccount("group", group); err != nil {
 		return err
 	}
-	return s.accountCmd(ctx, AccountError{Op: "remove from group", User: user, Group: group}, nil, "gpasswd", "-d", user, group)
-}
-
-func validatePair(user, group string) error {
-	if err := validateAccount("user", user); err != nil {
-		return err
-	}
-	return validateAccount("group", group)
+	return u.sb.accountCmd(ctx, AccountError{Op: "remove from group", User: u.name, Group: group}, nil, "gpasswd", "-d", u.name, group)
 }

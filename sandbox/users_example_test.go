@@ -70,38 +70,44 @@ func ExampleSandbox_CreateGroup() {
 	// true
 }
 
-func ExampleSandbox_AddUserToGroup() {
+func ExampleUser_AddToGroup() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	ctx := context.Background()
-	if _, err := sb.CreateUser(ctx, "carol"); err != nil {
+	carol, err := sb.CreateUser(ctx, "carol")
+	if err != nil {
 		log.Fatal(err)
 	}
 	if _, err := sb.CreateGroup(ctx, "ops"); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(sb.AddUserToGroup(ctx, "carol", "ops"))
-	err := sb.AddUserToGroup(ctx, "nobody-here", "ops")
+	fmt.Println(carol.AddToGroup(ctx, "ops"))
+	nobody, err := sb.AsUser("nobody-here")
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = nobody.AddToGroup(ctx, "ops")
 	fmt.Println(errors.Is(err, sandbox.ErrNoSuchUser))
 	// Output:
 	// <nil>
 	// true
 }
 
-func ExampleSandbox_RemoveUserFromGroup() {
+func ExampleUser_RemoveFromGroup() {
 	sb, _, stop := exampleSandbox()
 	defer stop()
 	ctx := context.Background()
-	if _, err := sb.CreateUser(ctx, "dave"); err != nil {
+	dave, err := sb.CreateUser(ctx, "dave")
+	if err != nil {
 		log.Fatal(err)
 	}
 	if _, err := sb.CreateGroup(ctx, "ops"); err != nil {
 		log.Fatal(err)
 	}
-	if err := sb.AddUserToGroup(ctx, "dave", "ops"); err != nil {
+	if err := dave.AddToGroup(ctx, "ops"); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(sb.RemoveUserFromGroup(ctx, "dave", "ops"))
+	fmt.Println(dave.RemoveFromGroup(ctx, "ops"))
 	// Output: <nil>
 }
 
@@ -200,7 +206,7 @@ func ExampleFileSystem_WriteFiles_user() {
 	}
 	// A relative path is relative to the user's home; the file becomes
 	// the user's.
-	if err := erin.FS().WriteFiles(ctx, []files.Entry{files.FromString("notes/todo.txt", "ship it\n")}, files.WriteParams{}); err != nil {
+	if err := erin.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("notes/todo.txt", []byte("ship it\n"))}, files.WriteParams{}); err != nil {
 		log.Fatal(err)
 	}
 	data, err := sb.FS().ReadFile(ctx, "/home/erin/notes/todo.txt")

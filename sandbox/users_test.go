@@ -52,13 +52,15 @@ func TestCreateUserAndGroups(t *testing.T) {
 	_, err = sb.CreateGroup(ctx, "devs")
 	require.ErrorIs(t, err, sandbox.ErrGroupExists)
 
-	require.NoError(t, sb.AddUserToGroup(ctx, "alice", "devs"))
+	bob, err := sb.AsUser("bob")
+	require.NoError(t, err)
+	require.NoError(t, alice.AddToGroup(ctx, "devs"))
 	require.Equal(t, []string{"devs"}, acc.GroupsOf("alice"))
-	require.ErrorIs(t, sb.AddUserToGroup(ctx, "bob", "devs"), sandbox.ErrNoSuchUser)
-	require.ErrorIs(t, sb.AddUserToGroup(ctx, "alice", "ops"), sandbox.ErrNoSuchGroup)
-	require.NoError(t, sb.RemoveUserFromGroup(ctx, "alice", "devs"))
+	require.ErrorIs(t, bob.AddToGroup(ctx, "devs"), sandbox.ErrNoSuchUser)
+	require.ErrorIs(t, alice.AddToGroup(ctx, "ops"), sandbox.ErrNoSuchGroup)
+	require.NoError(t, alice.RemoveFromGroup(ctx, "devs"))
 	require.Empty(t, acc.GroupsOf("alice"))
-	require.ErrorIs(t, sb.RemoveUserFromGroup(ctx, "alice", "ops"), sandbox.ErrNoSuchGroup)
+	require.ErrorIs(t, alice.RemoveFromGroup(ctx, "ops"), sandbox.ErrNoSuchGroup)
 
 	calls := e.script.Calls()
 	var lines []string
@@ -77,6 +79,8 @@ func TestAccountNamesAreValidatedFirst(t *testing.T) {
 	ctx := t.Context()
 	e, _ := accountsEnv(t)
 	sb := e.create("")
+	alice, err := sb.AsUser("alice")
+	require.NoError(t, err)
 	before := len(e.srv.Requests())
 	for _, bad := range []string{"", "Alice", "1st", "-x", "a b", "a;rm", strings.Repeat("a", 33)} {
 		_, err := sb.CreateUser(ctx, bad)
@@ -85,8 +89,8 @@ func TestAccountNamesAreValidatedFirst(t *testing.T) {
 		require.ErrorIs(t, err, sandbox.ErrInvalidInput, "%q", bad)
 		_, err = sb.CreateGroup(ctx, bad)
 		require.ErrorIs(t, err, sandbox.ErrInvalidInput, "%q", bad)
-		require.ErrorIs(t, sb.AddUserToGroup(ctx, "alice", bad), sandbox.ErrInvalidInput)
-		require.ErrorIs(t, sb.RemoveUserFromGroup(ctx, bad, "devs"), sandbox.ErrInvalidInput)
+		require.ErrorIs(t, alice.AddToGroup(ctx, bad), sandbox.ErrInvalidInput)
+		require.ErrorIs(t, alice.RemoveFromGroup(ctx, bad), sandbox.ErrInvalidInput)
 	}
 	require.Len(t, e.srv.Requests(), before, "nothing was sent")
 }
@@ -167,7 +171,7 @@ func TestUserFilesAreItsOwn(t *testing.T) {
 	alice, err := sb.CreateUser(ctx, "alice")
 	require.NoError(t, err)
 
-	require.NoError(t, alice.FS().WriteFiles(ctx, []files.Entry{files.FromString("notes/a.txt", "hello")}, files.WriteParams{}))
+	require.NoError(t, alice.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("notes/a.txt", []byte("hello"))}, files.WriteParams{}))
 	var chowns []string
 	for _, c := range e.script.Calls() {
 		if c.Name == "chown" || c.Name == "chmod" {
@@ -213,7 +217,7 @@ func TestUserFileCallsRunRealTools(t *testing.T) {
 	require.NoError(t, err)
 	u, err := sb.CreateUser(ctx, "grace")
 	require.NoError(t, err)
-	require.NoError(t, u.FS().WriteFiles(ctx, []files.Entry{files.FromString("proj/a.txt", "a"), files.FromString("proj/b.txt", "bb")}, files.WriteParams{}))
+	require.NoError(t, u.FS().WriteFiles(ctx, []files.Entry{files.FromBytes("proj/a.txt", []byte("a")), files.FromBytes("proj/b.txt", []byte("bb"))}, files.WriteParams{}))
 
 	fi, err := u.FS().Stat(ctx, "proj/b.txt")
 	require.NoError(t, err, "relative to the home directory")

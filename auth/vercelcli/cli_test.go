@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -152,7 +153,7 @@ func TestCLICredentials(t *testing.T) {
 		f := newFixture(t)
 		f.writeCLIAuth(`{"// Note":"x","token":"cli_token","userId":"u"}`)
 		f.srv.Respond(tokenResponse(minted))
-		got, err := f.refresher().Refresh(context.Background(), "prj", "team")
+		got, err := f.refresher().Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 		require.NoError(t, err)
 		assert.Equal(t, minted, got)
 		assert.Equal(t, "Bearer cli_token", f.lastRequest().Authorization)
@@ -162,7 +163,7 @@ func TestCLICredentials(t *testing.T) {
 		f := newFixture(t)
 		f.writeCLIAuth(`{"token":"cli_token","expiresAt":` + itoa(t0.Add(time.Hour).Unix()) + `}`)
 		f.srv.Respond(tokenResponse(minted))
-		_, err := f.refresher().Refresh(context.Background(), "prj", "team")
+		_, err := f.refresher().Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 		require.NoError(t, err)
 	})
 	for name, content := range map[string]string{
@@ -176,7 +177,7 @@ func TestCLICredentials(t *testing.T) {
 			path := f.writeCLIAuth(content)
 			before, err := os.Stat(path)
 			require.NoError(t, err)
-			_, err = f.refresher().Refresh(context.Background(), "prj", "team")
+			_, err = f.refresher().Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrCLILoginRequired)
 			assert.NotContains(t, err.Error(), "cli_token")
@@ -213,7 +214,7 @@ func TestCLICredentials(t *testing.T) {
 			ex := &fakeExec{out: `{"token":"` + minted + `"}` + "\n"}
 			r := f.refresher()
 			r.CLI = &CLIExecRefresher{Command: "vercel", exec: ex.run, sys: f.system()}
-			got, err := r.Refresh(context.Background(), "prj", "team")
+			got, err := r.Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 			require.NoError(t, err)
 			assert.Equal(t, minted, got)
 			assert.Equal(t, [][]string{{"vercel", "project", "token", "prj", "--format=json", "--scope", "team"}}, ex.calls)
@@ -230,7 +231,7 @@ func TestCLICredentials(t *testing.T) {
 		ex := &fakeExec{}
 		r := f.refresher()
 		r.CLI = &CLIExecRefresher{exec: ex.run, sys: f.system()}
-		_, err := r.Refresh(context.Background(), "prj", "team")
+		_, err := r.Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 		require.NoError(t, err)
 		assert.Empty(t, ex.calls)
 		assert.EqualValues(t, 1, f.srv.Hits())
@@ -243,7 +244,7 @@ func TestCLICredentials(t *testing.T) {
 			f.link(f.cwd, `{"projectId":"`+bad[0]+`"}`)
 			ex := &fakeExec{out: `{"token":"` + minted + `"}`}
 			r := &CLIExecRefresher{exec: ex.run, sys: f.system()}
-			_, err := r.Refresh(context.Background(), bad[0], bad[1])
+			_, err := r.Refresh(context.Background(), auth.Target{ProjectID: bad[0], TeamID: bad[1]})
 			require.Error(t, err)
 			if bad[0] != "" {
 				assert.ErrorIs(t, err, ErrInvalidID)
@@ -262,7 +263,7 @@ func TestCLIExecRefresher(t *testing.T) {
 		f.link(f.cwd, `{"projectId":"prj_link"}`)
 		ex := &fakeExec{out: `{"token":"` + minted + `"}`}
 		r := &CLIExecRefresher{exec: ex.run, sys: f.system()}
-		_, err := r.Refresh(context.Background(), "", "")
+		_, err := r.Refresh(context.Background(), auth.Target{ProjectID: "", TeamID: ""})
 		require.NoError(t, err)
 		require.Len(t, ex.calls, 1)
 		assert.Equal(t, []string{"project", "token", "prj_link", "--format=json"}, ex.calls[0][1:])
@@ -276,7 +277,7 @@ func TestCLIExecRefresher(t *testing.T) {
 		require.NoError(t, os.MkdirAll(f.cwd, 0o755))
 		ex := &fakeExec{out: `{"token":"` + minted + `"}`}
 		r := &CLIExecRefresher{exec: ex.run, sys: f.system()}
-		_, err := r.Refresh(context.Background(), "prj", "team")
+		_, err := r.Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 		require.NoError(t, err)
 		assert.Equal(t, bin, ex.calls[0][0])
 	})
@@ -285,7 +286,7 @@ func TestCLIExecRefresher(t *testing.T) {
 		for _, out := range []string{"secret-ish not json", `{"token":7}`, `{}`} {
 			ex := &fakeExec{out: out}
 			r := &CLIExecRefresher{Command: "vercel", exec: ex.run}
-			_, err := r.Refresh(context.Background(), "prj", "team")
+			_, err := r.Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 			require.Error(t, err)
 			assert.NotContains(t, err.Error(), "secret-ish")
 		}
@@ -299,13 +300,13 @@ func TestCLIExecRefresher(t *testing.T) {
 		script := filepath.Join(dir, "vercel")
 		require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho '{\"token\":\""+minted+"\",\"args\":\"'\"$*\"'\"}'\n"), 0o755))
 		r := &CLIExecRefresher{Command: script}
-		got, err := r.Refresh(context.Background(), "prj", "team")
+		got, err := r.Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 		require.NoError(t, err)
 		assert.Equal(t, minted, got)
 
 		failing := filepath.Join(dir, "failing")
 		require.NoError(t, os.WriteFile(failing, []byte("#!/bin/sh\necho oops >&2\nexit 3\n"), 0o755))
-		_, err = (&CLIExecRefresher{Command: failing}).Refresh(context.Background(), "prj", "team")
+		_, err = (&CLIExecRefresher{Command: failing}).Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "oops")
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
@@ -37,8 +38,8 @@ type CLIExecRefresher struct {
 }
 
 // Refresh runs the vercel command and returns the token it prints.
-func (r *CLIExecRefresher) Refresh(ctx context.Context, projectID, teamID string) (string, error) {
-	project, team, err := resolveTarget(r.sys, "", "", projectID, teamID)
+func (r *CLIExecRefresher) Refresh(ctx context.Context, t auth.Target) (string, error) {
+	project, team, err := resolveTarget(r.sys, "", "", t.ProjectID, t.TeamID)
 	if err != nil {
 		return "", err
 	}

@@ -150,7 +150,7 @@ func TestHostileMintAnswerIsBounded(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, err := f.refresher().Refresh(t.Context(), "prj", "team")
+	_, err := f.refresher().Refresh(t.Context(), auth.Target{ProjectID: "prj", TeamID: "team"})
 	runtime.ReadMemStats(&after)
 	var tl *apierr.ResponseTooLargeError
 	require.ErrorAs(t, err, &tl)
@@ -189,7 +189,7 @@ func TestRefresherRefusesPlainHTTP(t *testing.T) {
 				}
 				r.RenewCLILogin, r.IssuerURL = true, cmpOr(tc.issuer, o.URL)
 			}
-			_, err := r.Refresh(t.Context(), "prj", "team")
+			_, err := r.Refresh(t.Context(), auth.Target{ProjectID: "prj", TeamID: "team"})
 			var ie *apierr.InsecureURLError
 			require.ErrorAs(t, err, &ie)
 			assert.Equal(t, tc.field, ie.Field)

@@ -82,9 +82,9 @@ type LinkedProjectRefresher struct {
 }
 
 // Refresh returns a valid OIDC token for the target project.
-func (r *LinkedProjectRefresher) Refresh(ctx context.Context, projectID, teamID string) (string, error) {
+func (r *LinkedProjectRefresher) Refresh(ctx context.Context, t auth.Target) (string, error) {
 	sys := r.sys
-	project, team, err := resolveTarget(sys, r.ProjectID, r.TeamID, projectID, teamID)
+	project, team, err := resolveTarget(sys, r.ProjectID, r.TeamID, t.ProjectID, t.TeamID)
 	if err != nil {
 		return "", err
 	}

@@ -117,7 +117,7 @@ func TestLinkedProjectRefresher_MintErrors(t *testing.T) {
 			f.writeCLIAuth(`{"token":"cli_token"}`)
 			f.srv.Respond(tt.respond)
 			r := f.refresher()
-			_, err := r.Refresh(context.Background(), "prj", "team")
+			_, err := r.Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.NotContains(t, err.Error(), "cli_token")
@@ -215,7 +215,7 @@ func TestLinkedProjectRefreshRefusesHostileIDs(t *testing.T) {
 	f.srv.Respond(tokenResponse(tok("team", "prj", t0.Add(12*time.Hour))))
 	r := f.refresher()
 	for _, ids := range [][2]string{{"../p", "team"}, {"p", "../t"}, {"-p", ""}, {"p/../../q", ""}} {
-		_, err := r.Refresh(context.Background(), ids[0], ids[1])
+		_, err := r.Refresh(context.Background(), auth.Target{ProjectID: ids[0], TeamID: ids[1]})
 		require.ErrorIs(t, err, ErrInvalidID, "%q", ids)
 	}
 	assert.Zero(t, f.srv.Hits())
@@ -243,7 +243,7 @@ func TestLinked(t *testing.T) {
 func TestDefault(t *testing.T) {
 	t.Parallel()
 	called := false
-	ref := auth.RefresherFunc(func(context.Context, string, string) (string, error) {
+	ref := auth.RefresherFunc(func(context.Context, auth.Target) (string, error) {
 		called = true
 		return tok("team", "prj", time.Time{}), nil
 	})

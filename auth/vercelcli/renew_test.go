@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -85,7 +86,7 @@ func TestRenewCLILogin(t *testing.T) {
 		f, o, r, path := setup(t, func(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`{"access_token":"new_access","token_type":"Bearer","expires_in":3600,"refresh_token":"new_rt"}`))
 		})
-		got, err := r.Refresh(context.Background(), "prj", "team")
+		got, err := r.Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 		require.NoError(t, err)
 		assert.Equal(t, minted, got)
 		assert.EqualValues(t, 1, o.discoveryHits.Load(), "the token endpoint comes from discovery")
@@ -112,7 +113,7 @@ func TestRenewCLILogin(t *testing.T) {
 		_, _, r, path := setup(t, func(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`{"access_token":"new_access","token_type":"bearer","expires_in":60}`))
 		})
-		_, err := r.Refresh(context.Background(), "prj", "team")
+		_, err := r.Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 		require.NoError(t, err)
 		m := readAuth(t, path)
 		assert.Equal(t, "new_access", m["token"])
@@ -134,7 +135,7 @@ func TestRenewCLILogin(t *testing.T) {
 		t.Run("failure leaves auth.json unchanged: "+name, func(t *testing.T) {
 			t.Parallel()
 			f, _, r, path := setup(t, h)
-			_, err := r.Refresh(context.Background(), "prj", "team")
+			_, err := r.Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrCLILoginRequired)
 			assert.NotContains(t, err.Error(), "old_rt")
@@ -148,7 +149,7 @@ func TestRenewCLILogin(t *testing.T) {
 		t.Parallel()
 		f, o, r, path := setup(t, nil)
 		o.discovery = func(w http.ResponseWriter, base string) { _, _ = w.Write([]byte(`{"issuer":"x"}`)) }
-		_, err := r.Refresh(context.Background(), "prj", "team")
+		_, err := r.Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 		assert.ErrorIs(t, err, ErrCLILoginRequired)
 		assert.Contains(t, err.Error(), "token_endpoint")
 		data, _ := os.ReadFile(path)
@@ -160,7 +161,7 @@ func TestRenewCLILogin(t *testing.T) {
 		t.Parallel()
 		f, o, r, _ := setup(t, nil)
 		r.RenewCLILogin = false
-		_, err := r.Refresh(context.Background(), "prj", "team")
+		_, err := r.Refresh(context.Background(), auth.Target{ProjectID: "prj", TeamID: "team"})
 		assert.ErrorIs(t, err, ErrCLILoginRequired)
 		assert.Zero(t, o.discoveryHits.Load())
 		assert.Zero(t, f.srv.Hits())

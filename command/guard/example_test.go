@@ -93,7 +93,7 @@ func fakeSandbox(script *sandboxtest.Script) (*sandbox.Sandbox, func()) {
 	go srv.Serve(ln)
 	client, err := sandbox.NewClient(
 		sandbox.WithBaseURL("http://"+ln.Addr().String()),
-		sandbox.WithToken(srv.Token(), "team_x", "prj_x"),
+		sandbox.WithToken(srv.Token()), sandbox.WithTeam("team_x"), sandbox.WithProject("prj_x"),
 	)
 	if err != nil {
 		log.Fatal(err)

@@ -189,9 +189,9 @@ func run(ctx context.Context, cfg config) error {
 	r := &workload.Runner{Client: cfg.Client, Observer: phasePrinter{cfg.Out}}
 
 	setup := []workload.Step{workload.WriteFilesStep("write agent",
-		files.FromString("agent.mjs", agentJS),
-		files.FromString("agent.sh", agentSh),
-		files.FromString("message.txt", cfg.Message),
+		files.FromBytes("agent.mjs", []byte(agentJS)),
+		files.FromBytes("agent.sh", []byte(agentSh)),
+		files.FromBytes("message.txt", []byte(cfg.Message)),
 	)}
 	agent := []string{"node", "agent.mjs"}
 	switch cfg.Mode {
@@ -201,7 +201,7 @@ func run(ctx context.Context, cfg config) error {
 	default:
 		fmt.Fprintln(cfg.Out, "(local: the install step copies a vendored copy of the package into node_modules, offline)")
 		setup = append(setup,
-			workload.WriteFilesStep("vendor package", files.FromString("vendor/ms/package.json", msPackageJSON), files.FromString("vendor/ms/index.js", msIndexJS)),
+			workload.WriteFilesStep("vendor package", files.FromBytes("vendor/ms/package.json", []byte(msPackageJSON)), files.FromBytes("vendor/ms/index.js", []byte(msIndexJS))),
 			workload.CommandStep("install ms (vendored)", &command.Cmd{Name: "sh", Args: []string{"-c", "mkdir -p node_modules && cp -R vendor/ms node_modules/"}}))
 		if cfg.Mode == LocalShell {
 			agent = []string{"sh", "agent.sh"}

@@ -205,7 +205,7 @@ func Execute(ctx context.Context, o Options, log io.Writer) (*Result, error) {
 	go func() { served <- srv.Serve(ln) }()
 	defer func() { srv.Close(); <-served }()
 	client, err := sandbox.NewClient(sandbox.WithBaseURL("http://"+ln.Addr().String()),
-		sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID))
+		sandbox.WithToken(srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID))
 	if err != nil {
 		return nil, err
 	}

@@ -77,8 +77,8 @@ func run(ctx context.Context, out, errOut io.Writer, forceLocal bool) error {
 
 	step(out, "writing files")
 	err = sb.FS().WriteFiles(ctx, []files.Entry{
-		files.FromString("hello.sh", "#!/bin/sh\nfor i in 1 2 3; do echo \"hello $i from $(uname -s)\"; sleep 0.2; done\n").WithMode(0o755),
-		files.FromString("data/numbers.txt", "3\n1\n2\n"),
+		files.FromBytes("hello.sh", []byte("#!/bin/sh\nfor i in 1 2 3; do echo \"hello $i from $(uname -s)\"; sleep 0.2; done\n")).WithMode(0o755),
+		files.FromBytes("data/numbers.txt", []byte("3\n1\n2\n")),
 	}, files.WriteParams{})
 	if err != nil {
 		return fmt.Errorf("write files: %w", err)

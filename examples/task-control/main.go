@@ -359,7 +359,7 @@ func demoReuse(ctx context.Context, out io.Writer, _ Env, _ *Store, client *sand
 	}
 	_, err := workload.StopTask(ctx, client, workload.RefOf(last))
 	if err == nil {
-		err = client.Delete(context.WithoutCancel(ctx), p.Name)
+		err = client.Delete(context.WithoutCancel(ctx), p.Name, sandbox.DeleteParams{})
 	}
 	return err
 }

@@ -237,14 +237,14 @@ func run(ctx context.Context, out, errOut io.Writer, o options) error {
 
 func goProject(dir string) []files.Entry {
 	return []files.Entry{
-		files.FromString(path.Join(dir, "go.mod"), "module example.com/calc\n\ngo 1.22\n"),
-		files.FromString(path.Join(dir, "calc.go"), `// Package calc adds numbers.
+		files.FromBytes(path.Join(dir, "go.mod"), []byte("module example.com/calc\n\ngo 1.22\n")),
+		files.FromBytes(path.Join(dir, "calc.go"), []byte(`// Package calc adds numbers.
 package calc
 
 // Add returns a + b.
 func Add(a, b int) int { return a + b }
-`),
-		files.FromString(path.Join(dir, "calc_test.go"), `package calc
+`)),
+		files.FromBytes(path.Join(dir, "calc_test.go"), []byte(`package calc
 
 import (
 	"os"
@@ -258,27 +258,27 @@ func TestAdd(t *testing.T) {
 	// A careless log line: the gate redacts the token.
 	t.Logf("calling the API with token %s", os.Getenv("DEMO_API_TOKEN"))
 }
-`),
+`)),
 	}
 }
 
 func shellProject(dir string) []files.Entry {
 	return []files.Entry{
-		files.FromString(path.Join(dir, "lib/calc.sh"), "add() { echo $(( $1 + $2 )); }\n"),
-		files.FromString(path.Join(dir, "scripts/lint.sh"), `set -e
+		files.FromBytes(path.Join(dir, "lib/calc.sh"), []byte("add() { echo $(( $1 + $2 )); }\n")),
+		files.FromBytes(path.Join(dir, "scripts/lint.sh"), []byte(`set -e
 for f in lib/*.sh scripts/*.sh; do
 	sh -n "$f"
 	echo "lint ok: $f"
 done
-`),
-		files.FromString(path.Join(dir, "scripts/test.sh"), `set -e
+`)),
+		files.FromBytes(path.Join(dir, "scripts/test.sh"), []byte(`set -e
 . ./lib/calc.sh
 got=$(add 2 3)
 [ "$got" = 5 ] || { echo "FAIL: add 2 3 = $got, want 5"; exit 1; }
 echo "PASS: add 2 3 = 5"
 # A careless log line: the gate redacts the token.
 echo "calling the API with token $DEMO_API_TOKEN"
-`),
+`)),
 	}
 }
 

@@ -48,7 +48,7 @@ func FuzzDecodeError(f *testing.F) {
 		status = 300 + int(uint(status)%700) // any non-2xx three-digit status
 		c, err := httpcore.New(httpcore.Config{
 			BaseURL:  "https://api.example.test",
-			Provider: auth.Static(fuzzToken, "team_1", "prj_1"),
+			Provider: auth.Static(auth.Credentials{Token: fuzzToken, TeamID: "team_1", ProjectID: "prj_1"}),
 			Retry:    httpcore.RetryPolicy{MaxRetries: -1},
 			Transport: httpcore.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
 				if got := r.Header.Get("Authorization"); got != "Bearer "+fuzzToken {

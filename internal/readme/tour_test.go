@@ -157,7 +157,7 @@ import (
 func tourTestOptions() []sandbox.Option {
 	return []sandbox.Option{
 		sandbox.WithBaseURL(os.Getenv("TOUR_TEST_URL")),
-		sandbox.WithToken(os.Getenv("TOUR_TEST_TOKEN"), "team_tour", "prj_tour"),
+		sandbox.WithToken(os.Getenv("TOUR_TEST_TOKEN")), sandbox.WithTeam("team_tour"), sandbox.WithProject("prj_tour"),
 	}
 }
 `

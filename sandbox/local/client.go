@@ -18,7 +18,7 @@ const (
 func (s *Server) Client(opts ...sandbox.Option) *sandbox.Client {
 	base := []sandbox.Option{
 		sandbox.WithBaseURL(s.URL()),
-		sandbox.WithToken(s.Token(), TeamID, ProjectID),
+		sandbox.WithToken(s.Token()), sandbox.WithTeam(TeamID), sandbox.WithProject(ProjectID),
 		sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond}),
 	}
 	c, err := sandbox.NewClient(append(base, opts...)...)

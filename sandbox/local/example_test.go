@@ -83,7 +83,7 @@ func ExampleServer_LeakedSandboxes() {
 		case "tidy":
 			_, err = sb.Stop(ctx)
 		case "removed":
-			err = sb.Delete(ctx)
+			err = sb.Delete(ctx, sandbox.DeleteParams{})
 		}
 		if err != nil {
 			log.Fatal(err)

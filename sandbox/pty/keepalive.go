@@ -18,7 +18,7 @@ import (
 // later than it would have.
 //
 // The extensions go to the session the ticket was issued for, through
-// Client.ExtendTimeout. Sandbox.ExtendTimeout would resume a sandbox whose
+// Client.ExtendSessionTimeout. Sandbox.ExtendTimeout would resume a sandbox whose
 // session has stopped, and a keep-alive must never start a session.
 
 // defaultKeepAlive is how often sandbox connect extends a session, and by
@@ -33,7 +33,7 @@ type keepAlive struct {
 }
 
 func (k *keepAlive) extend(ctx context.Context, d time.Duration) error {
-	_, err := k.client.ExtendTimeout(ctx, k.sessionID, d)
+	_, err := k.client.ExtendSessionTimeout(ctx, k.sessionID, d)
 	return err
 }
 

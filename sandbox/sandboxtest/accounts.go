@@ -14,8 +14,8 @@ import (
 )
 
 // Accounts plays the users and groups of a sandbox image for a Script,
-// so that sandbox.CreateUser, AsUser, CreateGroup, AddUserToGroup and
-// RemoveUserFromGroup can be tested without real processes. It keeps the
+// so that sandbox.CreateUser, AsUser, CreateGroup, User.AddToGroup and
+// User.RemoveFromGroup can be tested without real processes. It keeps the
 // accounts in memory and answers as the shadow tools do (exit codes and
 // messages): useradd and groupadd (exit 9 for a name in use), usermod -aG,
 // gpasswd -d, id, the "id -un; id -gn" line that finds the default user,

@@ -77,7 +77,7 @@ func TestAssertNoLeakedSandboxesPasses(t *testing.T) {
 	require.NoError(t, err)
 	deleted, err := c.Create(ctx, sandbox.CreateParams{Name: "deleted"})
 	require.NoError(t, err)
-	require.NoError(t, deleted.Delete(ctx))
+	require.NoError(t, deleted.Delete(ctx, sandbox.DeleteParams{}))
 	// A sandbox whose session ran out of time is not running any more.
 	_, err = c.Create(ctx, sandbox.CreateParams{Name: "expired", Timeout: time.Minute})
 	require.NoError(t, err)
@@ -146,7 +146,7 @@ func TestCheckLeaks(t *testing.T) {
 		require.NoError(t, err)
 		if cleanUp {
 			// A cleanup registered by the test runs before the check.
-			rec.Cleanup(func() { assert.NoError(t, sb.Delete(context.Background())) })
+			rec.Cleanup(func() { assert.NoError(t, sb.Delete(context.Background(), sandbox.DeleteParams{})) })
 		}
 		errs := rec.finish() // the test ends: cleanups, the check, Close
 		assert.Zero(t, srv.LiveGoroutines(), "the server was closed")

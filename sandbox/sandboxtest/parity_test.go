@@ -34,12 +34,12 @@ func TestOfficialSDKParity(t *testing.T) {
 		local.WithTeam(tssdkTeam),
 		local.WithProject(tssdkProject),
 	)
-	c := srv.Client(sandbox.WithToken(token, tssdkTeam, tssdkProject))
+	c := srv.Client(sandbox.WithToken(token), sandbox.WithTeam(tssdkTeam), sandbox.WithProject(tssdkProject))
 	sb, err := c.Create(ctx, sandbox.CreateParams{Name: "parity"})
 	require.NoError(t, err)
 	for _, side := range []string{"ts", "go"} {
 		require.NoError(t, sb.FS().WriteFiles(ctx, []files.Entry{
-			files.FromString(side+"/a.txt", "hello"), files.FromString(side+"/sub/x", "x")}, files.WriteParams{}))
+			files.FromBytes(side+"/a.txt", []byte("hello")), files.FromBytes(side+"/sub/x", []byte("x"))}, files.WriteParams{}))
 		require.NoError(t, sb.FS().Symlink(ctx, "a.txt", side+"/link"))
 	}
 	// One modification time for both copies, whenever they were written.

@@ -19,7 +19,7 @@ func TestRequestsTo(t *testing.T) {
 	require.NoError(t, err)
 	_, err = sb.Command("true").Run(ctx)
 	require.NoError(t, err)
-	require.NoError(t, sb.Delete(ctx))
+	require.NoError(t, sb.Delete(ctx, sandbox.DeleteParams{}))
 
 	assert.Len(t, srv.RequestsTo("POST", "/v2/sandboxes/sessions/*/cmd"), 1)
 	assert.Len(t, srv.RequestsTo("", "/v2/sandboxes/sessions/**"), 1)

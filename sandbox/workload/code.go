@@ -228,7 +228,7 @@ func (x *CodeExecutor) execute(ctx context.Context, in CodeInput) (*CodeResult, 
 			// The session outlives the run only by a margin for setup.
 			Timeout: timeout + 2*time.Minute,
 		},
-		Setup: []Step{WriteFilesStep("write code", files.FromString(lang.File, in.Code))},
+		Setup: []Step{WriteFilesStep("write code", files.FromBytes(lang.File, []byte(in.Code)))},
 		Name:  "run " + langName,
 		Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*Usage, error) {
 			cmd := sb.Command(lang.Command[0], append(slices.Clone(lang.Command[1:]), lang.File)...)

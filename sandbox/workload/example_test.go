@@ -32,7 +32,7 @@ func exampleServer() (*sandbox.Client, func()) {
 		panic(err)
 	}
 	go srv.Serve(ln) //nolint:errcheck // returns after Close
-	c, err := sandbox.NewClient(sandbox.WithBaseURL("http://"+ln.Addr().String()), sandbox.WithToken(srv.Token(), "team_x", "prj_x"))
+	c, err := sandbox.NewClient(sandbox.WithBaseURL("http://"+ln.Addr().String()), sandbox.WithToken(srv.Token()), sandbox.WithTeam("team_x"), sandbox.WithProject("prj_x"))
 	if err != nil {
 		panic(err)
 	}
@@ -49,7 +49,7 @@ func ExampleRunner() {
 		Timeout: 10 * time.Minute,
 		Setup: []workload.Step{
 			workload.CommandStep("install", &command.Cmd{Name: "npm", Args: []string{"install", "left-pad"}}),
-			workload.WriteFilesStep("write script", files.FromString("main.mjs", `console.log("hello")`)),
+			workload.WriteFilesStep("write script", files.FromBytes("main.mjs", []byte(`console.log("hello")`))),
 		},
 		Name: "script",
 		Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error) {

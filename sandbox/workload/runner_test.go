@@ -31,7 +31,7 @@ func TestRunnerSuccess(t *testing.T) {
 		Sandbox: sandbox.CreateParams{Runtime: "node24", VCPUs: 4, Timeout: 10 * time.Minute},
 		Setup: []workload.Step{
 			workload.CommandStep("npm install", &command.Cmd{Name: "npm", Args: []string{"install", "left-pad"}}),
-			workload.WriteFilesStep("write agent", files.FromString("agent.mjs", "console.log(1)")),
+			workload.WriteFilesStep("write agent", files.FromBytes("agent.mjs", []byte("console.log(1)"))),
 		},
 		Name: "agent",
 		Execute: func(ctx context.Context, sb *sandbox.Sandbox) (*workload.Usage, error) {

@@ -63,15 +63,15 @@ func StopTask(ctx context.Context, c *sandbox.Client, ref TaskRef) (StopOutcome,
 	if ref.SessionID != "" {
 		// The API may answer a repeated stop with 200, so look first.
 		var sess sandbox.Session
-		sess, _, err = c.Session(ctx, ref.SessionID)
+		sess, _, err = c.GetSession(ctx, ref.SessionID)
 		switch {
 		case err == nil && sess.Status.Terminal():
 			return AlreadyStopped, nil
 		case err == nil:
-			res, err = c.Stop(ctx, ref.SessionID)
+			res, err = c.StopSession(ctx, ref.SessionID)
 		}
 	} else {
-		res, err = c.StopSandbox(ctx, ref.SandboxName)
+		res, err = c.Stop(ctx, ref.SandboxName)
 	}
 	switch {
 	case errors.Is(err, sandbox.ErrNotFound):
@@ -386,7 +386,7 @@ func Acquire(ctx context.Context, c *sandbox.Client, p sandbox.CreateParams, hp 
 	case sandbox.Stopped, sandbox.Unhealthy:
 		if h.State == sandbox.Unhealthy && h.SessionID != "" {
 			// Do not leave a session that does not answer running.
-			if _, err := c.Stop(ctx, h.SessionID); err != nil && !errors.Is(err, sandbox.ErrGone) && !errors.Is(err, sandbox.ErrNotFound) {
+			if _, err := c.StopSession(ctx, h.SessionID); err != nil && !errors.Is(err, sandbox.ErrGone) && !errors.Is(err, sandbox.ErrNotFound) {
 				return nil, classify(ctx, CodeCreationFailed, err)
 			}
 		}

@@ -94,7 +94,7 @@ func (b *Backend) NewClient(opts ...sandbox.Option) (*sandbox.Client, error) {
 	if b.srv == nil {
 		base = []sandbox.Option{sandbox.WithCredentials(b.creds)}
 	} else {
-		base = []sandbox.Option{sandbox.WithBaseURL(b.url), sandbox.WithToken(b.srv.Token(), local.TeamID, local.ProjectID)}
+		base = []sandbox.Option{sandbox.WithBaseURL(b.url), sandbox.WithToken(b.srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID)}
 	}
 	return sandbox.NewClient(append(base, opts...)...)
 }

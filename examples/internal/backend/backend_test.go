@@ -56,7 +56,7 @@ func TestOpenLocal(t *testing.T) {
 	auth1, team1 := lastAuth(ctx, t, b)
 	assert.Equal(t, "Bearer "+local.DefaultToken, auth1)
 	assert.Equal(t, local.TeamID, team1)
-	auth2, team2 := lastAuth(ctx, t, b, sandbox.WithToken("other-token", "team_other", "prj_other"))
+	auth2, team2 := lastAuth(ctx, t, b, sandbox.WithToken("other-token"), sandbox.WithTeam("team_other"), sandbox.WithProject("prj_other"))
 	assert.Equal(t, "Bearer other-token", auth2)
 	assert.Equal(t, "team_other", team2)
 
@@ -80,7 +80,7 @@ func (p *countingStatic) Credentials(ctx context.Context) (auth.Credentials, err
 
 func TestOpenWithCredentials(t *testing.T) {
 	openStatic := func(t *testing.T, forceLocal bool) (*Backend, *countingStatic, string) {
-		p := &countingStatic{Provider: auth.Static("vercel-token", "team_vercel", "prj_vercel")}
+		p := &countingStatic{Provider: auth.Static(auth.Credentials{Token: "vercel-token", TeamID: "team_vercel", ProjectID: "prj_vercel"})}
 		var log bytes.Buffer
 		b, err := open(context.Background(), &log, forceLocal, p)
 		require.NoError(t, err)

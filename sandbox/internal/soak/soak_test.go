@@ -256,7 +256,7 @@ func newClient(t *testing.T, srv *server, o options, hooks *hookCounts, noReatta
 	t.Helper()
 	var minted atomic.Int64
 	creds := auth.NewOIDCProvider(auth.OIDCOptions{
-		Refresher: auth.RefresherFunc(func(context.Context, string, string) (string, error) {
+		Refresher: auth.RefresherFunc(func(context.Context, auth.Target) (string, error) {
 			n := minted.Add(1)
 			hooks.tokens.Add(1)
 			return authtest.MakeJWT(map[string]any{"owner_id": local.TeamID, "project_id": local.ProjectID,

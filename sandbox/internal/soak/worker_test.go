@@ -98,7 +98,7 @@ func (w *worker) round(ctx context.Context, n int) bool {
 		w.op(ctx, rd, i)
 	}
 	w.verify(ctx, rd, oc)
-	w.setup(ctx, oc, "delete", func() error { return w.c.Delete(ctx, name) })
+	w.setup(ctx, oc, "delete", func() error { return w.c.Delete(ctx, name, sandbox.DeleteParams{}) })
 	return true
 }
 

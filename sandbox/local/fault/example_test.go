@@ -29,7 +29,7 @@ func ExampleInjector_Inject() {
 	defer ts.Close()
 	defer srv.Close()
 	client, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL),
-		sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID))
+		sandbox.WithToken(srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID))
 	if err != nil {
 		panic(err)
 	}
@@ -81,7 +81,7 @@ func ExampleRateLimit() {
 	defer ts.Close()
 	defer srv.Close()
 	client, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL),
-		sandbox.WithToken(srv.Token(), local.TeamID, local.ProjectID))
+		sandbox.WithToken(srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID))
 	if err != nil {
 		panic(err)
 	}

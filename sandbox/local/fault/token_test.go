@@ -136,7 +136,7 @@ func TestFaultExpireTokenClientRefreshes(t *testing.T) {
 	assert.Equal(t, []int{403, 404}, got)
 
 	// A token of a static provider cannot be renewed: the refusal is the answer.
-	static := e.srv.Client(sandbox.WithToken("static-token-0123456789", local.TeamID, local.ProjectID))
+	static := e.srv.Client(sandbox.WithToken("static-token-0123456789"), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID))
 	e.srv.Inject(fault.Fault{Method: "GET", Path: "/v2/sandboxes/*", ExpireToken: true, Times: 1})
 	_, err = static.Get(t.Context(), "missing")
 	require.ErrorIs(t, err, sandbox.ErrForbidden)

@@ -13,10 +13,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
-	"github.com/sbx-go/vercel-sandbox/internal/procio"
-	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/cgroup"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/procio"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/shellexec"
 )
 
 // defaultPath is the PATH used when the host has none.

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
 	"github.com/sbx-go/vercel-sandbox/sandbox/internal/exectest"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/cgroup"
 )
 
 // The host executor isolates nothing, but three promises hold whatever a

@@ -14,10 +14,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
-	"github.com/sbx-go/vercel-sandbox/internal/procio"
-	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/cgroup"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/procio"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/shellexec"
 )
 
 const localSupported = true

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/sbx-go/vercel-sandbox/internal/procio"
-	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/procio"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/shellexec"
 )
 
 // StartTTY implements local.TTYExecutor: cmd runs as Start runs it (the

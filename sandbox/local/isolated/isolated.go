@@ -68,11 +68,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
-	"github.com/sbx-go/vercel-sandbox/internal/isolate"
-	"github.com/sbx-go/vercel-sandbox/internal/procio"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/cgroup"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/isolate"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/procio"
 )
 
 // ErrUnavailable reports that Executor cannot isolate

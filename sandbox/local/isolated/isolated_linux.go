@@ -16,11 +16,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
-	"github.com/sbx-go/vercel-sandbox/internal/isolate"
-	"github.com/sbx-go/vercel-sandbox/internal/procio"
-	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/cgroup"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/isolate"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/procio"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/shellexec"
 )
 
 // New returns an Executor configured by opts. It

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sbx-go/vercel-sandbox/internal/isolate"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/isolate"
 )
 
 // sudo. Inside a sandbox no program can gain privileges (no new

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sbx-go/vercel-sandbox/internal/procio"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/procio"
 )
 
 // StartTTY implements local.TTYExecutor: cmd runs in a sandbox as Start

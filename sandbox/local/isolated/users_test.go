@@ -61,7 +61,7 @@ func TestUsers(t *testing.T) {
 
 	g, err := sb.CreateGroup(ctx, "team")
 	require.NoError(t, err)
-	require.NoError(t, sb.AddUserToGroup(ctx, "alice", "team"))
+	require.NoError(t, u.AddToGroup(ctx, "team"))
 	assert.Contains(t, strings.Fields(run(&command.Cmd{Name: "id", Args: []string{"-Gn", "alice"}})), "team")
 	out, err := u.Command("id", "-Gn").Output(ctx)
 	require.NoError(t, err)
@@ -121,7 +121,7 @@ func TestUserRunsTheProgramOfThatName(t *testing.T) {
 	names := []string{"-a", "-c", "X=1", "--help"}
 	var progs []files.Entry
 	for _, n := range names {
-		progs = append(progs, files.FromString("bin/"+n, "#!/bin/sh\necho \"ran ${0##*/} as $(id -un) $*\"\n").WithMode(0o755))
+		progs = append(progs, files.FromBytes("bin/"+n, []byte("#!/bin/sh\necho \"ran ${0##*/} as $(id -un) $*\"\n")).WithMode(0o755))
 	}
 	require.NoError(t, u.FS().WriteFiles(ctx, progs, files.WriteParams{}))
 

@@ -78,7 +78,7 @@ func scenario(t *testing.T, client *sandbox.Client) transcript {
 	sb, err := client.Create(ctx, sandbox.CreateParams{Runtime: "node24", Env: map[string]string{"API_TOKEN": canaryEnv}})
 	require.NoError(t, err)
 	require.NoError(t, sb.FS().WriteFiles(ctx, []files.Entry{
-		files.FromString("hello.txt", "hi there\n"),
+		files.FromBytes("hello.txt", []byte("hi there\n")),
 		files.FromBytes("bin/data", []byte{0, 1, 2, 3}),
 	}, files.WriteParams{}))
 
@@ -133,7 +133,7 @@ func record(t *testing.T, path string, opts ...cassette.Option) transcript {
 	c, err := cassette.Open(path, cassette.Record, opts...)
 	require.NoError(t, err)
 	client := srv.Client(
-		sandbox.WithToken(canaryToken, canaryTeam, canaryProject),
+		sandbox.WithToken(canaryToken), sandbox.WithTeam(canaryTeam), sandbox.WithProject(canaryProject),
 		sandbox.WithTransport(c.Transport(nil)),
 	)
 	tr := scenario(t, client)
@@ -145,7 +145,7 @@ func record(t *testing.T, path string, opts ...cassette.Option) transcript {
 func replayClient(t *testing.T, c *cassette.Cassette, opts ...sandbox.Option) *sandbox.Client {
 	t.Helper()
 	client, err := sandbox.NewClient(append([]sandbox.Option{
-		sandbox.WithToken("replay-token", "team_other", "prj_other"),
+		sandbox.WithToken("replay-token"), sandbox.WithTeam("team_other"), sandbox.WithProject("prj_other"),
 		sandbox.WithTransport(c.Transport(nil)),
 		sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}),
 	}, opts...)...)
@@ -224,7 +224,7 @@ func TestSecretsNeverWritten(t *testing.T) {
 	srv := newFake(t)
 	c, err := cassette.Open(path, cassette.Record, cassette.WithRedact("explicit-secret-value"))
 	require.NoError(t, err)
-	client := srv.Client(sandbox.WithToken(canaryToken, canaryTeam, canaryProject), sandbox.WithTransport(c.Transport(nil)))
+	client := srv.Client(sandbox.WithToken(canaryToken), sandbox.WithTeam(canaryTeam), sandbox.WithProject(canaryProject), sandbox.WithTransport(c.Transport(nil)))
 	scenario(t, client)
 	ctx := context.Background()
 	sb, err := client.Create(ctx, sandbox.CreateParams{Name: "plain-name"})
@@ -320,7 +320,7 @@ func TestServerReplayWithSandboxClient(t *testing.T) {
 	defer srv.Close()
 	client, err := sandbox.NewClient(
 		sandbox.WithBaseURL(srv.URL()+"/api"),
-		sandbox.WithToken("replay-token", "team_other", "prj_other"),
+		sandbox.WithToken("replay-token"), sandbox.WithTeam("team_other"), sandbox.WithProject("prj_other"),
 	)
 	require.NoError(t, err)
 	got := scenario(t, client)
@@ -565,7 +565,7 @@ func TestRecordingProxy(t *testing.T) {
 	proxy := cassette.NewServer(c)
 	client, err := sandbox.NewClient(
 		sandbox.WithBaseURL(proxy.URL()+"/api"),
-		sandbox.WithToken(canaryToken, canaryTeam, canaryProject),
+		sandbox.WithToken(canaryToken), sandbox.WithTeam(canaryTeam), sandbox.WithProject(canaryProject),
 	)
 	require.NoError(t, err)
 	want := scenario(t, client)

@@ -106,7 +106,7 @@ func Example_sandboxClient() {
 	}
 	defer c.Close()
 	client, err := sandbox.NewClient(
-		sandbox.WithToken("any-token", "team_any", "prj_any"),
+		sandbox.WithToken("any-token"), sandbox.WithTeam("team_any"), sandbox.WithProject("prj_any"),
 		sandbox.WithTransport(c.Transport(nil)),
 	)
 	if err != nil {

@@ -25,7 +25,7 @@ func recordOne(t *testing.T, steps sandboxtest.Steps, fn func(context.Context, *
 	path := filepath.Join(t.TempDir(), "one.cassette")
 	c, err := cassette.Open(path, cassette.Record, opts...)
 	require.NoError(t, err)
-	client := srv.Client(sandbox.WithToken(canaryToken, canaryTeam, canaryProject), sandbox.WithTransport(c.Transport(nil)))
+	client := srv.Client(sandbox.WithToken(canaryToken), sandbox.WithTeam(canaryTeam), sandbox.WithProject(canaryProject), sandbox.WithTransport(c.Transport(nil)))
 	ctx := t.Context()
 	sb, err := client.Create(ctx, sandbox.CreateParams{Name: "secrets"})
 	require.NoError(t, err)

@@ -43,7 +43,7 @@ func cassetteClient(t *testing.T, c *cassette.Cassette) *sandbox.Client {
 	}
 	client, err := sandbox.NewClient(
 		sandbox.WithBaseURL(base),
-		sandbox.WithToken(local.DefaultToken, local.TeamID, local.ProjectID),
+		sandbox.WithToken(local.DefaultToken), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID),
 		sandbox.WithTransport(c.Transport(nil)),
 		sandbox.WithRetryPolicy(sandbox.RetryPolicy{BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond}),
 	)
@@ -60,7 +60,7 @@ func TestConformanceCassette(t *testing.T) {
 	require.NoError(t, err)
 	c, err := cassette.Open(conformanceCassette, mode, cassetteOptions()...)
 	require.NoError(t, err)
-	conformance.Run(t, func(t *testing.T) *sandbox.Client { return cassetteClient(t, c) })
+	conformance.Run(t, func(t *testing.T) *sandbox.Client { return cassetteClient(t, c) }, conformance.Params{})
 	require.NoError(t, c.Close())
 	for _, m := range c.Misses() {
 		t.Errorf("%v", m)
@@ -81,8 +81,7 @@ func TestConformanceCassetteIsReproducible(t *testing.T) {
 		path := filepath.Join(dir, name)
 		c, err := cassette.Open(path, cassette.Record, cassetteOptions()...)
 		require.NoError(t, err)
-		conformance.Run(t, func(t *testing.T) *sandbox.Client { return cassetteClient(t, c) },
-			conformance.Skip(conformance.ScenarioFilesystem))
+		conformance.Run(t, func(t *testing.T) *sandbox.Client { return cassetteClient(t, c) }, conformance.Params{Skip: []string{conformance.ScenarioFilesystem}})
 		require.NoError(t, c.Close())
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
@@ -110,11 +109,11 @@ func TestConformanceCassetteServed(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) *sandbox.Client {
 		client, err := sandbox.NewClient(
 			sandbox.WithBaseURL(srv.URL()),
-			sandbox.WithToken(local.DefaultToken, local.TeamID, local.ProjectID),
+			sandbox.WithToken(local.DefaultToken), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID),
 		)
 		require.NoError(t, err)
 		return client
-	})
+	}, conformance.Params{})
 	for _, m := range c.Misses() {
 		t.Errorf("%v", m)
 	}

@@ -7,6 +7,7 @@ package conformance
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io/fs"
@@ -48,47 +49,33 @@ func Scenarios() []string {
 }
 
 // DefaultPrefix starts the name of every sandbox the
-// conformance suite creates, unless Prefix says otherwise.
+// conformance suite creates, unless Params.Prefix says otherwise.
 const DefaultPrefix = "sbxtest-conformance"
 
 // conformanceModTime is the modification time of every uploaded file, so
 // that uploads are the same bytes on every run.
 func conformanceModTime() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 
-// Option configures Run.
-type Option func(*conformance)
-
-// Prefix sets the prefix of the sandbox names the suite uses
-// (default DefaultPrefix). Each scenario's sandbox is called
-// prefix-scenario, for example sbxtest-conformance-files. Against a shared
-// project give each concurrent run its own prefix; a sandbox with one of
-// these names is deleted before the scenario creates it again, so a run
-// that was interrupted leaves nothing in the way of the next.
-func Prefix(prefix string) Option {
-	return func(c *conformance) { c.prefix = prefix }
-}
-
-// Timeout bounds each scenario (default 2 minutes). Stopping
-// and resuming a persistent sandbox on the real service takes a while.
-func Timeout(d time.Duration) Option {
-	return func(c *conformance) { c.timeout = d }
-}
-
-// Skip skips the named scenarios (see Scenarios).
-func Skip(scenarios ...string) Option {
-	return func(c *conformance) {
-		for _, s := range scenarios {
-			c.skip[s] = true
-		}
-	}
-}
-
-// CreateParams lets the caller adjust the parameters of every
-// sandbox the suite creates, for example to pick a runtime or a region.
-// The suite sets Name, Tags, Timeout and (for the resume scenario)
-// Persistent before calling f.
-func CreateParams(f func(*sandbox.CreateParams)) Option {
-	return func(c *conformance) { c.create = f }
+// Params configure Run. The zero value runs every scenario, with the
+// default prefix and timeout.
+type Params struct {
+	// Prefix starts the names of the sandboxes the suite uses (default
+	// DefaultPrefix). Each scenario's sandbox is called prefix-scenario,
+	// for example sbxtest-conformance-files. Against a shared project give
+	// each concurrent run its own prefix; a sandbox with one of these names
+	// is deleted before the scenario creates it again, so a run that was
+	// interrupted leaves nothing in the way of the next.
+	Prefix string
+	// Timeout bounds each scenario (default 2 minutes). Stopping and
+	// resuming a persistent sandbox on the real service takes a while.
+	Timeout time.Duration
+	// Skip names the scenarios to skip (see Scenarios).
+	Skip []string
+	// CreateParams, when not nil, adjusts the parameters of every sandbox
+	// the suite creates, for example to pick a runtime or a region. The
+	// suite sets Name, Tags, Timeout and (for the resume scenario)
+	// Persistent before calling it.
+	CreateParams func(*sandbox.CreateParams)
 }
 
 type conformance struct {
@@ -123,19 +110,22 @@ type conformance struct {
 //
 // Scenarios must not run in parallel with each other; Run does
 // not call t.Parallel.
-func Run(t *testing.T, newClient func(t *testing.T) *sandbox.Client, opts ...Option) {
+func Run(t *testing.T, newClient func(t *testing.T) *sandbox.Client, p Params) {
 	t.Helper()
-	c := &conformance{prefix: DefaultPrefix, timeout: 2 * time.Minute, skip: map[string]bool{}}
-	for _, o := range opts {
-		o(c)
+	c := &conformance{prefix: cmp.Or(p.Prefix, DefaultPrefix), timeout: p.Timeout, skip: map[string]bool{}, create: p.CreateParams}
+	if c.timeout <= 0 {
+		c.timeout = 2 * time.Minute
+	}
+	for _, name := range p.Skip {
+		c.skip[name] = true
 	}
 	for name := range c.skip {
 		if !slices.Contains(Scenarios(), name) {
-			t.Fatalf("conformance.Skip: unknown scenario %q (known: %s)", name, strings.Join(Scenarios(), ", "))
+			t.Fatalf("conformance.Params.Skip: unknown scenario %q (known: %s)", name, strings.Join(Scenarios(), ", "))
 		}
 	}
 	if err := sandbox.ValidateName(c.prefix + "-" + ScenarioLifecycle); err != nil {
-		t.Fatalf("conformance.Prefix: %v", err)
+		t.Fatalf("conformance.Params.Prefix: %v", err)
 	}
 	c.client = newClient(t)
 	if c.client == nil {
@@ -186,7 +176,7 @@ func (c *conformance) newSandbox(t *testing.T, ctx context.Context, scenario str
 func (c *conformance) newSandboxWith(t *testing.T, ctx context.Context, scenario string, adjust func(*sandbox.CreateParams)) *sandbox.Sandbox {
 	t.Helper()
 	name := c.name(scenario)
-	if err := c.client.Delete(ctx, name); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+	if err := c.client.Delete(ctx, name, sandbox.DeleteParams{}); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("deleting a leftover sandbox %s: %v", name, err)
 	}
 	p := sandbox.CreateParams{
@@ -205,7 +195,7 @@ func (c *conformance) newSandboxWith(t *testing.T, ctx context.Context, scenario
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := c.client.Delete(cctx, name); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		if err := c.client.Delete(cctx, name, sandbox.DeleteParams{}); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 			t.Errorf("cleanup: deleting sandbox %s: %v", name, err)
 		}
 	})
@@ -217,7 +207,7 @@ func write(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, kv ...string)
 	t.Helper()
 	var entries []files.Entry
 	for i := 0; i+1 < len(kv); i += 2 {
-		entries = append(entries, files.FromString(kv[i], kv[i+1]))
+		entries = append(entries, files.FromBytes(kv[i], []byte(kv[i+1])))
 	}
 	if err := sb.FS().WriteFiles(ctx, entries, files.WriteParams{ModTime: conformanceModTime()}); err != nil {
 		t.Fatalf("WriteFiles: %v", err)
@@ -299,21 +289,21 @@ func (c *conformance) runLifecycle(t *testing.T, ctx context.Context) {
 	if res.Session.Status != sandbox.StatusStopped {
 		t.Errorf("Stop: session status %q, want stopped", res.Session.Status)
 	}
-	again, err := c.client.StopSandbox(ctx, name)
+	again, err := c.client.Stop(ctx, name)
 	if err != nil {
-		t.Fatalf("StopSandbox of a stopped sandbox: %v", err)
+		t.Fatalf("Client.Stop of a stopped sandbox: %v", err)
 	}
 	if !again.AlreadyStopped {
-		t.Error("StopSandbox of a stopped sandbox did not report AlreadyStopped")
+		t.Error("Client.Stop of a stopped sandbox did not report AlreadyStopped")
 	}
 
-	if err := sb.Delete(ctx); err != nil {
+	if err := sb.Delete(ctx, sandbox.DeleteParams{}); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
 	if _, err := c.client.Get(ctx, name); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Errorf("Get after Delete: %v, want ErrNotFound", err)
 	}
-	if err := c.client.Delete(ctx, name); !errors.Is(err, sandbox.ErrNotFound) {
+	if err := c.client.Delete(ctx, name, sandbox.DeleteParams{}); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Errorf("second Delete: %v, want ErrNotFound", err)
 	}
 }
@@ -543,8 +533,8 @@ func (c *conformance) runErrors(t *testing.T, ctx context.Context) {
 	if !errors.Is(err, sandbox.ErrNotFound) || !errors.As(err, &ae) || ae.StatusCode != http.StatusNotFound {
 		t.Errorf("Get(%s): %v, want an *APIError with status 404 matching ErrNotFound", missing, err)
 	}
-	if _, err := c.client.StopSandbox(ctx, missing); !errors.Is(err, sandbox.ErrNotFound) {
-		t.Errorf("StopSandbox(%s): %v, want ErrNotFound", missing, err)
+	if _, err := c.client.Stop(ctx, missing); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("Client.Stop(%s): %v, want ErrNotFound", missing, err)
 	}
 
 	// Bad input is refused by the client with an *InputError: against the
@@ -574,7 +564,7 @@ func (c *conformance) runErrors(t *testing.T, ctx context.Context) {
 	})
 	cl, err := sandbox.NewClient(
 		sandbox.WithBaseURL("http://127.0.0.1:1"),
-		sandbox.WithToken("conformance-token", "team_conformance", "prj_conformance"),
+		sandbox.WithToken("conformance-token"), sandbox.WithTeam("team_conformance"), sandbox.WithProject("prj_conformance"),
 		sandbox.WithTransport(counting),
 		sandbox.WithRetryPolicy(sandbox.RetryPolicy{MaxRetries: -1}),
 	)

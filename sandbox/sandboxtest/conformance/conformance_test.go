@@ -49,7 +49,7 @@ func newConformanceFake(t testing.TB, opts ...local.Option) *sandboxtest.Server 
 func TestConformanceFake(t *testing.T) {
 	t.Parallel()
 	srv := newConformanceFake(t)
-	conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client() })
+	conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client() }, conformance.Params{})
 
 	// Every command the suite started ran exactly once.
 	seen := map[string]bool{}
@@ -68,10 +68,11 @@ func TestConformanceSkipAndPrefix(t *testing.T) {
 	t.Parallel()
 	srv := newConformanceFake(t)
 	all := conformance.Scenarios()
-	conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client() },
-		conformance.Prefix("custom-prefix"),
-		conformance.Skip(all[1:]...),
-		conformance.CreateParams(func(p *sandbox.CreateParams) { p.VCPUs = 4 }))
+	conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client() }, conformance.Params{
+		Prefix:       "custom-prefix",
+		Skip:         all[1:],
+		CreateParams: func(p *sandbox.CreateParams) { p.VCPUs = 4 },
+	})
 	var created []string
 	for _, r := range srv.RequestsTo("POST", "/v*/sandboxes") {
 		created = append(created, string(r.Body))
@@ -102,9 +103,8 @@ func TestConformanceBrokenFake(t *testing.T) {
 		t.Skip("runs only as the child of TestConformanceCatchesBrokenFake")
 	}
 	srv := newConformanceFake(t, local.WithExecutor(swappedExecutor{hostexec.New()}))
-	conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client() },
-		conformance.Skip(conformance.ScenarioLifecycle, conformance.ScenarioResume, conformance.ScenarioFilesystem,
-			conformance.ScenarioUsers, conformance.ScenarioDrives, conformance.ScenarioSnapshotTree))
+	conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client() }, conformance.Params{Skip: []string{conformance.ScenarioLifecycle, conformance.ScenarioResume, conformance.ScenarioFilesystem,
+		conformance.ScenarioUsers, conformance.ScenarioDrives, conformance.ScenarioSnapshotTree}})
 }
 
 // TestConformanceCatchesBrokenFake proves that the suite fails against a
@@ -149,7 +149,7 @@ func TestConformanceLive(t *testing.T) {
 		c, err := sandbox.NewClient(sandbox.WithCredentials(provider))
 		require.NoError(t, err)
 		return c
-	}, conformance.Prefix(prefix), conformance.Timeout(5*time.Minute))
+	}, conformance.Params{Prefix: prefix, Timeout: 5 * time.Minute})
 }
 
 // exchangeLog is an http.RoundTripper that logs every exchange as text:
@@ -220,8 +220,7 @@ func TestConformanceIsDeterministic(t *testing.T) {
 	run := func(t *testing.T) string {
 		srv := newConformanceFake(t)
 		log := &exchangeLog{base: http.DefaultTransport}
-		conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client(sandbox.WithTransport(log)) },
-			conformance.Skip(conformance.ScenarioFilesystem))
+		conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client(sandbox.WithTransport(log)) }, conformance.Params{Skip: []string{conformance.ScenarioFilesystem}})
 		return log.String()
 	}
 	var first, second string
@@ -243,10 +242,10 @@ func TestConformanceIsolated(t *testing.T) {
 	}
 	require.NoError(t, err)
 	srv := newConformanceFake(t, local.WithExecutor(e))
-	var opts []conformance.Option
+	var p conformance.Params
 	if ok, why := e.Users(); !ok {
 		t.Logf("users scenario skipped: %s", why)
-		opts = append(opts, conformance.Skip(conformance.ScenarioUsers))
+		p.Skip = append(p.Skip, conformance.ScenarioUsers)
 	}
-	conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client() }, opts...)
+	conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client() }, p)
 }

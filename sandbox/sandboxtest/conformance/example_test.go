@@ -22,9 +22,7 @@ func ExampleRun() {
 			local.WithSeed(1),
 		)
 		srv.CheckLeaks()
-		conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client() },
-			conformance.Prefix("myservice"),
-			conformance.Skip(conformance.ScenarioResume))
+		conformance.Run(t, func(*testing.T) *sandbox.Client { return srv.Client() }, conformance.Params{Prefix: "myservice", Skip: []string{conformance.ScenarioResume}})
 	}
 	_ = testConformance
 }

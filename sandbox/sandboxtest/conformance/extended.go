@@ -127,14 +127,18 @@ func (c *conformance) runUsers(t *testing.T, ctx context.Context) {
 	if _, err := sb.CreateGroup(ctx, group); !errors.Is(err, sandbox.ErrGroupExists) {
 		t.Errorf("CreateGroup twice: %v, want ErrGroupExists", err)
 	}
-	if err := sb.AddUserToGroup(ctx, user, group); err != nil {
-		t.Errorf("AddUserToGroup: %v", err)
+	if err := u.AddToGroup(ctx, group); err != nil {
+		t.Errorf("AddToGroup: %v", err)
 	}
-	if err := sb.AddUserToGroup(ctx, "nosuchuser", group); !errors.Is(err, sandbox.ErrNoSuchUser) {
-		t.Errorf("AddUserToGroup of an unknown user: %v, want ErrNoSuchUser", err)
+	nobody, err := sb.AsUser("nosuchuser")
+	if err != nil {
+		t.Fatalf("AsUser: %v", err)
 	}
-	if err := sb.RemoveUserFromGroup(ctx, user, group); err != nil {
-		t.Errorf("RemoveUserFromGroup: %v", err)
+	if err := nobody.AddToGroup(ctx, group); !errors.Is(err, sandbox.ErrNoSuchUser) {
+		t.Errorf("AddToGroup of an unknown user: %v, want ErrNoSuchUser", err)
+	}
+	if err := u.RemoveFromGroup(ctx, group); err != nil {
+		t.Errorf("RemoveFromGroup: %v", err)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sbx-go/vercel-sandbox/internal/procio"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/procio"
 )
 
 // Cgroups is where per-sandbox control groups can be created: a cgroup v2

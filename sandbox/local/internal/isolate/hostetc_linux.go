@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-go/vercel-sandbox/internal/procio"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/procio"
 )
 
 // The host's files of /etc that programs need (etcPaths) reach every

@@ -3,7 +3,7 @@ package shellexec_test
 import (
 	"fmt"
 
-	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/shellexec"
 )
 
 func ExampleLookPath() {

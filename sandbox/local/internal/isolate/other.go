@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"syscall"
 
-	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/cgroup"
 )
 
 var errOS = fmt.Errorf("%w: Linux namespaces are not available on %s", ErrUnavailable, runtime.GOOS)

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/cgroup"
 )
 
 // The host's abstract unix sockets. With the host's network (Spec.Network)

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sbx-go/vercel-sandbox/internal/shellexec"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/shellexec"
 )
 
 // LookPath resolves spec.Name as a shell in the sandbox would, with the

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-go/vercel-sandbox/internal/cgroup"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/cgroup"
 )
 
 // How a sandbox starts. bwrap (the outer process, our child, forked by the

@@ -85,18 +85,62 @@ var (
 // APIError.RateLimit.
 type RateLimit = apierr.RateLimit
 
-// RetryPolicy configures retries; see WithRetryPolicy.
-type RetryPolicy = httpcore.RetryPolicy
+// RetryPolicy configures retries of failed requests; see WithRetryPolicy.
+type RetryPolicy struct {
+	// MaxRetries is how many times a request may be re-sent after its first
+	// attempt. Zero means the default (2); a negative value disables retries.
+	MaxRetries int
+	// BaseDelay is the first backoff; each retry doubles it, with a random
+	// factor in [1, 2). Zero means 400 ms.
+	BaseDelay time.Duration
+	// MaxDelay caps one backoff. Zero means 10 s.
+	MaxDelay time.Duration
+	// MaxRetryAfter is the longest Retry-After the client will wait for.
+	// A 429 asking for longer is returned at once as a rate-limit error.
+	// Zero means 20 s. Hosted Vercel limits creates per minute-long window
+	// and a 429 may ask for up to a minute: set about 70 s to wait for the
+	// window instead of failing. A 429 without Retry-After is read from
+	// its x-ratelimit-reset header. Waits saturate: a Retry-After too
+	// large for a Duration waits until the context ends.
+	MaxRetryAfter time.Duration
+	// OnRetry, if set, is called before each retry.
+	OnRetry func(RetryEvent)
+}
 
-// RetryEvent describes a retry about to happen.
-type RetryEvent = httpcore.RetryEvent
+// RetryEvent describes one retry about to happen.
+type RetryEvent struct {
+	Method     string
+	Path       string
+	Attempt    int           // the attempt about to be made, 2 for the first retry
+	StatusCode int           // status of the failed attempt, 0 for a transport error
+	Err        error         // transport error of the failed attempt, if any
+	Wait       time.Duration // how long the client waits before the attempt
+}
 
-// Middleware wraps every attempt of every request (after credentials are
-// set). It must call next at most once.
-type Middleware = httpcore.Middleware
+func (p RetryPolicy) core() httpcore.RetryPolicy {
+	cp := httpcore.RetryPolicy{MaxRetries: p.MaxRetries, BaseDelay: p.BaseDelay, MaxDelay: p.MaxDelay, MaxRetryAfter: p.MaxRetryAfter}
+	if f := p.OnRetry; f != nil {
+		cp.OnRetry = func(e httpcore.RetryEvent) { f(RetryEvent(e)) }
+	}
+	return cp
+}
 
-// RoundTripFunc is the next step of a Middleware chain.
-type RoundTripFunc = httpcore.RoundTripFunc
+// Middleware wraps every attempt of every request, after credentials are
+// set. It must call next at most once and return its answer or an error.
+type Middleware func(req *http.Request, next RoundTripFunc) (*http.Response, error)
+
+// RoundTripFunc is the next step of a Middleware chain; it is also an
+// http.RoundTripper.
+type RoundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip implements http.RoundTripper.
+func (f RoundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func (m Middleware) core() httpcore.Middleware {
+	return func(req *http.Request, next httpcore.RoundTripFunc) (*http.Response, error) {
+		return m(req, RoundTripFunc(next))
+	}
+}
 
 // Client talks to the Vercel Sandbox API. It is safe for concurrent use;
 // create one with NewClient and share it. The zero Client is not usable.
@@ -111,7 +155,7 @@ type Client struct {
 	core       *httpcore.Client
 	autoResume bool
 	onResume   func(ResumeEvent)
-	reattach   ReattachPolicy
+	reattach   conn.ReattachPolicy
 	upload     uploadConfig
 }
 
@@ -278,10 +322,39 @@ func WithOnResume(f func(ResumeEvent)) Option { return func(c *config) { c.onRes
 
 // ReattachPolicy configures how commands outlive cut streams; see
 // WithReattachPolicy.
-type ReattachPolicy = conn.ReattachPolicy
+type ReattachPolicy struct {
+	// Disabled turns re-attachment off: a cut stream ends the call with
+	// an error matching ErrStreamEnded.
+	Disabled bool
+	// OnReattach, if set, is called before each re-attachment. Every
+	// re-attachment is also logged at level Info.
+	OnReattach func(ReattachEvent)
+}
 
-// ReattachEvent describes a re-attachment to a command about to happen.
-type ReattachEvent = conn.ReattachEvent
+// ReattachEvent describes one re-attachment to a command about to happen.
+type ReattachEvent struct {
+	SandboxName string
+	SessionID   string
+	CommandID   string
+	// Op is what was cut: "run" (an attached run), "logs" or "wait".
+	Op string
+	// Attempt counts the re-attachments of this call, 1 for the first.
+	Attempt int
+	// Delivered is how many output bytes were delivered before the cut;
+	// they are skipped when the logs are replayed.
+	Delivered int64
+	// Err is how the stream ended, or nil when it ended cleanly while the
+	// command still ran.
+	Err error
+}
+
+func (p ReattachPolicy) conn() conn.ReattachPolicy {
+	cp := conn.ReattachPolicy{Disabled: p.Disabled}
+	if f := p.OnReattach; f != nil {
+		cp.OnReattach = func(e conn.ReattachEvent) { f(ReattachEvent(e)) }
+	}
+	return cp
+}
 
 // WithReattachPolicy configures re-attachment to a command whose stream
 // was cut before it proved the command finished (hosted Vercel's edge
@@ -326,15 +399,19 @@ func NewClient(opts ...Option) (*Client, error) {
 			timeout = cfg.httpClient.Timeout
 		}
 	}
+	mws := make([]httpcore.Middleware, len(cfg.middleware))
+	for i, m := range cfg.middleware {
+		mws[i] = m.core()
+	}
 	core, err := httpcore.New(httpcore.Config{
 		BaseURL: cfg.baseURL, Provider: cfg.provider, Transport: rt, TeamID: cfg.team,
-		ProjectID: cfg.project, Retry: cfg.retry, Logger: cfg.logger, UserAgent: cfg.ua,
-		Middleware: cfg.middleware, RequestTimeout: timeout, MaxResponseSize: cfg.maxAnswer,
+		ProjectID: cfg.project, Retry: cfg.retry.core(), Logger: cfg.logger, UserAgent: cfg.ua,
+		Middleware: mws, RequestTimeout: timeout, MaxResponseSize: cfg.maxAnswer,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Client{core: core, autoResume: cfg.autoResume, onResume: cfg.onResume, reattach: cfg.reattach, upload: cfg.upload}, nil
+	return &Client{core: core, autoResume: cfg.autoResume, onResume: cfg.onResume, reattach: cfg.reattach.conn(), upload: cfg.upload}, nil
 }
 
 // project returns the project the calls act for.

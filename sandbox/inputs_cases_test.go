@@ -46,7 +46,8 @@ var noInput = map[string]string{
 	"sandbox.Sandbox.Stop": noArgs, "sandbox.Sandbox.WaitStopped": noArgs, "sandbox.Sandbox.OpenInteractive": noArgs,
 	"sandbox.Sandbox.Sessions": noArgs, "sandbox.Sandbox.Delete": optsOnly,
 	"sandbox.Sandbox.FS": getter, "sandbox.User.FS": getter,
-	"sandbox.WithAutoResume": free, "sandbox.WithOnResume": "a nil function reports nothing",
+	"sandbox.RoundTripFunc.RoundTrip": "calls the function with the request as given, as http.RoundTripper does",
+	"sandbox.WithAutoResume":          free, "sandbox.WithOnResume": "a nil function reports nothing",
 	"sandbox.WithLogger": "nil keeps the default (discard)", "sandbox.WithReattachPolicy": free,
 	"sandbox.WithTeam": free, "sandbox.WithProject": free, "sandbox.WithUserAgent": free,
 

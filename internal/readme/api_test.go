@@ -1,9 +1,10 @@
-package command_test
+package readme
 
 import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,13 +14,38 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Every exported name of the package can be used by a program outside the
-// module: no exported function, method or field names an internal type,
-// which no such program could make.
+// internalAliases are the exported aliases of internal types that remain:
+// the error types, made by the internal packages below every public one
+// (and by auth and files), so that no public package can define them
+// without an import cycle. Each is documented at its alias. The list only
+// shrinks.
+var internalAliases = map[string]bool{
+	"sandbox.APIError": true, "sandbox.DecodeError": true, "sandbox.InputError": true,
+	"sandbox.InsecureURLError": true, "sandbox.OutcomeUnknownError": true,
+	"sandbox.OutputLostError": true, "sandbox.RateLimit": true,
+	"sandbox.RepeatedCursorError": true, "sandbox.ResponseTooLargeError": true,
+	"sandbox.StreamError": true,
+	// The same type as sandbox.InputError, for programs that use auth alone.
+	"auth.InputError": true,
+}
+
+// Every exported name of the client packages can be used by a program
+// outside the module: no exported function, method or field names an
+// internal type, which no such program could make or read the
+// documentation of with go doc.
 func TestExportedAPINamesNoInternalType(t *testing.T) {
 	t.Parallel()
+	for _, pkg := range clientPackages {
+		t.Run(pkg, func(t *testing.T) {
+			t.Parallel()
+			checkNoInternalType(t, pkg)
+		})
+	}
+}
+
+func checkNoInternalType(t *testing.T, pkg string) {
 	fset := token.NewFileSet()
-	paths, err := filepath.Glob("*.go")
+	paths, err := filepath.Glob(filepath.Join("..", "..", filepath.FromSlash(pkg), "*.go"))
 	require.NoError(t, err)
 	var checked int
 	for _, p := range paths {
@@ -40,6 +66,9 @@ func TestExportedAPINamesNoInternalType(t *testing.T) {
 			}
 		}
 		uses := func(where string, n ast.Node) {
+			if internalAliases[path.Base(pkg)+"."+where] {
+				return
+			}
 			ast.Inspect(n, func(n ast.Node) bool {
 				if sel, ok := n.(*ast.SelectorExpr); ok {
 					if id, ok := sel.X.(*ast.Ident); ok && internal[id.Name] {
@@ -80,7 +109,7 @@ func TestExportedAPINamesNoInternalType(t *testing.T) {
 			}
 		}
 	}
-	assert.Greater(t, checked, 20, "the package's exported names were read")
+	assert.Greater(t, checked, 5, "the package's exported names were read")
 }
 
 func exportedRecv(r *ast.FieldList) bool {

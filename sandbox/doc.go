@@ -76,22 +76,33 @@
 // [Drive.Mount] in [CreateParams].Mounts). A program that stored only a
 // name or a session id stops a sandbox from another process with
 // [Client.Stop] (by name) or [Client.StopSession] (by session id), and
-// probes it with [Client.Health] (healthy, stopped or not found, and
-// whether to recreate it).
+// probes it with [Client.Health] (by name) or [Client.SessionHealth] (by
+// session id): healthy, stopped or not found, and whether to recreate it.
+// A Client method's name says which key it takes: those that take a
+// session id say Session ([Client.GetSession],
+// [Client.ExtendSessionTimeout], [Client.SetSessionNetworkPolicy],
+// [Client.SnapshotSession], [Client.OpenSessionInteractive]).
 //
 // # Commands
 //
-// A command is a command.Cmd. [Sandbox.Run] runs it attached: its output
-// reaches Cmd.Stdout and Cmd.Stderr as it arrives (a line of any length
-// comes in pieces, in bounded memory), Cmd.Env reaches only that command,
-// Cmd.Timeout is enforced inside the sandbox and Cmd.InactivityTimeout
-// kills a command that prints nothing for that long. [Sandbox.Output] and
-// [Sandbox.CombinedOutput] return the output, as os/exec does.
-// [Sandbox.Start] runs it detached and returns a *command.Handle: store
-// its Ref as a string ("sandbox/session/command"), reattach to it from
-// another process ([Client.Attach], or [Sandbox.Attach] by command id),
-// replay its logs from the start and follow them, wait for it, signal or
-// kill it.
+// [Sandbox.Command] returns a *command.Cmd bound to the sandbox, as
+// exec.Command does; [User.Command] binds it to a user too. Cmd.Run runs
+// it attached: its output reaches Cmd.Stdout and Cmd.Stderr as it arrives
+// (a line of any length comes in pieces, in bounded memory), Cmd.Env
+// reaches only that command, Cmd.Timeout is enforced inside the sandbox
+// and Cmd.InactivityTimeout kills a command that prints nothing for that
+// long. Cmd.Output and Cmd.CombinedOutput return the output, as os/exec
+// does. Cancelling the context kills the remote command, unless
+// Cmd.DetachOnCancel is set.
+//
+//	out, err := sb.Command("uname", "-a").Output(ctx)
+//
+// Cmd.Start runs it detached and returns a *command.Handle, whose Wait
+// honours the same fields as Run: store its Ref as a string
+// ("sandbox/session/command"), reattach to it from another process
+// ([Client.Attach], or [Sandbox.Attach] by command id), replay its logs
+// from the start and follow them, wait for it, signal it (Handle.Signal)
+// or kill it (Handle.Kill, SIGKILL).
 //
 // Hosted Vercel cuts every stream after about six minutes. When an
 // attached run, a log stream or a wait ends without proving that the
@@ -101,23 +112,33 @@
 //
 // # Files
 //
-// [Sandbox.WriteFiles] uploads entries of package files (from strings,
+// [Sandbox.FS] returns the sandbox's [*FileSystem], and [User.FS] one that
+// acts as a user; the file calls are its methods, with the names and
+// shapes of os and io/fs. [FileSystem.WriteFile] writes bytes with a mode
+// and [FileSystem.ReadFile] reads them back; [FileSystem.Open] streams a
+// file and [FileSystem.DownloadFile] copies one to a local path.
+// [FileSystem.WriteFiles] uploads entries of package files (from bytes,
 // readers, local files and directory trees) as one streamed tar.gz, in
-// bounded memory whatever the size: a tree from files.FromDir is read only
-// as it is sent, and a reader's entry is sent once, never replayed; [Sandbox.ReadFile] and
-// [Sandbox.DownloadFile] bring files back. The io/fs vocabulary works on
-// sandbox paths: [Sandbox.Stat] (whose FileInfo.Sys is a [*FileStat] with
-// the owner and link target), [Sandbox.ReadDir], [Sandbox.Walk],
-// [Sandbox.Rename], [Sandbox.Remove], [Sandbox.Chmod], [Sandbox.Symlink]
-// and the rest, with errors that match fs.ErrNotExist and fs.ErrExist;
-// [Sandbox.DirFS] is an fs.FS of a sandbox directory, for
-// template.ParseFS and the like. Relative paths are in the session's
-// working directory ([Sandbox.Cwd]).
+// bounded memory whatever the size: a tree from files.FromDir is read
+// only as it is sent, and a reader's entry is sent once, never replayed.
+// The io/fs vocabulary works on sandbox paths: [FileSystem.Stat] (whose
+// FileInfo.Sys is a [*FileStat] with the owner and link target),
+// [FileSystem.ReadDir], [FileSystem.Walk], [FileSystem.Rename],
+// [FileSystem.Remove], [FileSystem.Chmod], [FileSystem.Symlink],
+// [FileSystem.Mkdir], [FileSystem.MkdirAll], [FileSystem.MkdirTemp] and
+// the rest, with errors that match fs.ErrNotExist and fs.ErrExist;
+// [FileSystem.DirFS] is an fs.FS (and fs.ReadLinkFS) of a sandbox
+// directory, for template.ParseFS, os.CopyFS and the like. Relative paths
+// are in the session's working directory ([Sandbox.Cwd]), or the user's
+// home for [User.FS].
+//
+//	err := sb.FS().WriteFile(ctx, "hello.txt", []byte("hi\n"), 0o644)
 //
 // Users and groups are made as the official SDK makes them
-// ([Sandbox.CreateUser], [Sandbox.AsUser], [Sandbox.CreateGroup]): a
-// [*User] runs commands and file calls as that user, in its home; a name
-// that exists already is an [*AccountError] matching [ErrUserExists].
+// ([Sandbox.CreateUser], [Sandbox.AsUser], [Sandbox.CreateGroup],
+// [User.AddToGroup], [User.RemoveFromGroup]): a [*User] runs commands
+// ([User.Command]) and file calls ([User.FS]) as that user, in its home; a
+// name that exists already is an [*AccountError] matching [ErrUserExists].
 //
 // # Errors
 //

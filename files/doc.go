@@ -2,8 +2,8 @@
 // them as the gzip-compressed tar archive that the fs/write endpoint expects.
 //
 // An Entry names a destination path inside the sandbox, a mode and a source
-// of content (bytes, a string, an io.Reader of known size, a local file, or
-// every regular file of an fs.FS or a local directory). Contents are read
+// of content (bytes, an io.Reader of known size, a local file, or every
+// regular file of an fs.FS or a local directory). Contents are read
 // only while the archive is written, one entry at a time, so uploading a
 // large tree costs a small, constant amount of memory.
 //

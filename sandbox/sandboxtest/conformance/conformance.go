@@ -172,7 +172,7 @@ func (c *conformance) newSandbox(t *testing.T, ctx context.Context, scenario str
 }
 
 // newSandboxWith is newSandbox with the parameters adjusted by adjust
-// (before the caller's CreateParams option).
+// (before the caller's Params.CreateParams).
 func (c *conformance) newSandboxWith(t *testing.T, ctx context.Context, scenario string, adjust func(*sandbox.CreateParams)) *sandbox.Sandbox {
 	t.Helper()
 	name := c.name(scenario)

@@ -70,7 +70,7 @@ func TestInvalidUTF8PathIsRefusedNotRewritten(t *testing.T) {
 // directory, and env(1) for its variables. Each read some names as its
 // own: "-a" and "-c" were options of bash's exec, "--help" printed exec's
 // help, and with Env set "X=1" was one more variable for env. A command
-// of any name runs as itself, as it does through Sandbox.Run; so does a
+// of any name runs as itself, as it does through Sandbox.Command; so does a
 // directory named "-" (cd's previous directory).
 func TestUserRunsTheProgramOfThatName(t *testing.T) {
 	t.Parallel()

@@ -54,16 +54,18 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // and error, whatever the server inherited. Signal signals the whole group;
 // the end of the session kills it with SIGKILL; and when the command's main
 // process exits, what is left of its group (background jobs, for instance)
-// is killed too. On Linux the environment also carries LOCAL_SANDBOX_RUN, a
-// marker unique to the command, and every process that carries it is killed
-// then, daemons that left the group with setsid included. Where a control
-// group is writable (cgroup v1 as root, or a cgroup v2 directory with the
-// pids controller delegated), each command is also born in a group of its
-// own, and every process of the group is killed then: even a process that
-// leaves the session and clears its environment. Elsewhere such a process
-// escapes (this executor isolates nothing, and a command running as root
-// can leave its group: use package isolated for hostile code). Close
-// removes the groups kept for reuse. Wait returns
+// is killed too. Where a control group is writable (cgroup v1 as root, or
+// a cgroup v2 directory with the pids controller delegated), each command
+// is born in a group of its own, and every process of the group is killed
+// then: even a process that leaves the session and clears its environment.
+// On Linux the environment also carries LOCAL_SANDBOX_RUN, a marker unique
+// to the command; without a control group every process that carries it is
+// killed then, daemons that left the group with setsid included (finding
+// them reads the environment of every process of the host, which costs as
+// much again as a short command). A process that clears its environment
+// then escapes, and so does one running as root that leaves its control
+// group (this executor isolates nothing: use package isolated for hostile
+// code). Close removes the groups kept for reuse. Wait returns
 // once both output pipes are drained, or WaitDelay after the group was
 // killed if a process outside the group still holds them.
 //

@@ -185,9 +185,15 @@ func (p *localProcess) kill(pid, sig int) error {
 	}
 	err := syscall.Kill(pid, syscall.Signal(sig))
 	if sig == int(syscall.SIGKILL) && pid < 0 {
-		// What left the process group, daemons included.
-		p.group.KillAll()
-		sweep(p.mark)
+		// What left the process group, daemons included: the control
+		// group holds them all; without one, the mark finds them (a scan
+		// of every process of the host, which costs about as much as the
+		// rest of a short command).
+		if p.group != nil {
+			p.group.KillAll()
+		} else {
+			sweep(p.mark)
+		}
 	}
 	if errors.Is(err, syscall.ESRCH) {
 		return nil // the group is gone: the process has finished

@@ -65,12 +65,18 @@ func Pump(r io.Reader, w io.Writer, done chan<- struct{}) {
 	}
 }
 
-// Drain waits until the pumps of both output pipes are done, or
-// until delay has passed; then it closes the read ends, which unblocks the
-// pumps (output written later is lost), and waits for them to finish.
+// Drain waits until the pumps of both output pipes are done, or until
+// delay has passed with nothing left unread in the pipes; then it closes the
+// read ends, which unblocks the pumps (output written later is lost), and
+// waits for them to finish. Output already in a pipe is never dropped for
+// the delay: on a loaded machine a pump may not run for longer than that,
+// and the output of a command that has exited waits in the pipe for it.
+// Drain gives up on unread output only after drainBound, in case a process
+// outside the command's group keeps writing.
 func Drain(outR, errR *os.File, outDone, errDone <-chan struct{}, delay time.Duration) {
 	t := time.NewTimer(delay)
 	defer t.Stop()
+	deadline := time.Now().Add(max(drainBound, delay))
 	out, errc := outDone, errDone
 	for out != nil || errc != nil {
 		select {
@@ -79,6 +85,10 @@ func Drain(outR, errR *os.File, outDone, errDone <-chan struct{}, delay time.Dur
 		case <-errc:
 			errc = nil
 		case <-t.C:
+			if time.Now().Before(deadline) && (out != nil && unread(outR) || errc != nil && unread(errR)) {
+				t.Reset(drainPoll)
+				continue
+			}
 			out, errc = nil, nil
 		}
 	}
@@ -87,6 +97,13 @@ func Drain(outR, errR *os.File, outDone, errDone <-chan struct{}, delay time.Dur
 	<-outDone
 	<-errDone
 }
+
+// drainBound is how long Drain waits, at most, for a pump to read the
+// output left in its pipe.
+const drainBound = time.Minute
+
+// drainPoll is how often Drain looks again at output left in a pipe.
+const drainPoll = 10 * time.Millisecond
 
 // EnvList returns env as sorted KEY=value entries.
 func EnvList(env map[string]string) []string {

@@ -79,6 +79,7 @@ type Executor struct {
 	refuseSudo bool
 	waitDelay  time.Duration
 	groups     *cgroup.Cgroups // where each command gets a group; nil: none
+	groupOnly  bool            // see GroupOnly
 }
 
 // Option configures a Executor.
@@ -116,6 +117,16 @@ func WaitDelay(d time.Duration) Option {
 	return func(e *Executor) { e.waitDelay = d }
 }
 
+// GroupOnly ends each command through its process group alone: no
+// control group and no search for its marker, so a daemon that leaves the
+// command's session outlives it. It is for trusted commands known to
+// start no daemons (tests, benchmarks): on cgroup v1 as root it saves the
+// control group's share of a command's cost, about 7 % of the server's
+// CPU and more of its wall time for an attached run of true.
+func GroupOnly() Option {
+	return func(e *Executor) { e.groupOnly = true }
+}
+
 // New returns a Executor configured by opts.
 func New(opts ...Option) *Executor {
 	e := &Executor{
@@ -131,6 +142,9 @@ func New(opts ...Option) *Executor {
 	}
 	if e.waitDelay <= 0 {
 		e.waitDelay = procio.DefaultWaitDelay
+	}
+	if e.groupOnly {
+		return e
 	}
 	if cg, err := cgroup.Find(); err == nil && cg.Pids() {
 		e.groups = cg
@@ -208,6 +222,7 @@ func (e *Executor) prepare(ctx context.Context, cmd *local.Cmd) (localStart, *pr
 		stderr:    stderr,
 		waitDelay: e.waitDelay,
 		groups:    e.groups,
+		sweep:     !e.groupOnly,
 	}, nil, nil
 }
 
@@ -220,6 +235,7 @@ type localStart struct {
 	stdout, stderr io.Writer
 	waitDelay      time.Duration
 	groups         *cgroup.Cgroups
+	sweep          bool // without a group, end what carries the mark
 }
 
 // environ builds the command's environment; see Executor.

@@ -5,6 +5,7 @@ package procio
 import (
 	"bytes"
 	"io"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -77,5 +78,32 @@ func TestDrainGivesUpOnAnOpenEmptyPipe(t *testing.T) {
 	Drain(outR, errR, outDone, errDone, 10*time.Millisecond)
 	if _, err := outR.Read(make([]byte, 1)); err == nil || err == io.EOF {
 		t.Fatalf("read after Drain: %v, want the error of a closed file", err)
+	}
+}
+
+// TestPumpCopiesEverything: output of every size arrives whole and in
+// order, across the growth of the pump's buffer.
+func TestPumpCopiesEverything(t *testing.T) {
+	for _, size := range []int{0, 1, pumpStart - 1, pumpStart, pumpStart + 1, 3 * pumpBuffer, 1 << 20} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte(i % 251)
+		}
+		go func() {
+			_, _ = w.Write(want)
+			w.Close()
+		}()
+		var got bytes.Buffer
+		done := make(chan struct{})
+		Pump(r, &got, done)
+		<-done
+		r.Close()
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Errorf("%d bytes: %d arrived, or not in order", size, got.Len())
+		}
 	}
 }

@@ -47,10 +47,13 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 
 // Pump copies r to w one read at a time until r ends, so output reaches
 // w as soon as the process writes it. When w fails, the rest is read and
-// dropped, so that the process never blocks on a full pipe.
+// dropped, so that the process never blocks on a full pipe. Its buffer
+// starts small and grows to pumpBuffer at the first read that fills it: a
+// command that prints little (a server waiting, a sleep) holds 1 KiB, not
+// 32, for as long as it runs.
 func Pump(r io.Reader, w io.Writer, done chan<- struct{}) {
 	defer close(done)
-	buf := make([]byte, 32*1024)
+	buf := make([]byte, pumpStart)
 	writeOK := true
 	for {
 		n, err := r.Read(buf)
@@ -62,8 +65,18 @@ func Pump(r io.Reader, w io.Writer, done chan<- struct{}) {
 		if err != nil {
 			return
 		}
+		if n == len(buf) && len(buf) < pumpBuffer {
+			buf = make([]byte, pumpBuffer)
+		}
 	}
 }
+
+// pumpStart and pumpBuffer are the first and the largest buffer of a
+// Pump: one read, one frame of output.
+const (
+	pumpStart  = 1 << 10
+	pumpBuffer = 32 << 10
+)
 
 // Drain waits until the pumps of both output pipes are done, or until
 // delay has passed with nothing left unread in the pipes; then it closes the

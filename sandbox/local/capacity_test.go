@@ -141,12 +141,15 @@ func TestCapacity(t *testing.T) {
 	step := func(phase string) {
 		t.Helper()
 		for lines.Scan() {
-			if l := lines.Text(); strings.HasPrefix(l, "capacity: ") {
-				if got := strings.TrimPrefix(l, "capacity: "); got != phase {
-					t.Fatalf("the client reports %q, want %q", got, phase)
-				}
-				return
+			l := lines.Text()
+			if !strings.HasPrefix(l, "capacity: ") {
+				t.Log("client: " + l)
+				continue
 			}
+			if got := strings.TrimPrefix(l, "capacity: "); got != phase {
+				t.Fatalf("the client reports %q, want %q", got, phase)
+			}
+			return
 		}
 		t.Fatalf("the client ended before %s: %v", phase, lines.Err())
 	}

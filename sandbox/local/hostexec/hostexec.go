@@ -111,7 +111,9 @@ func RefuseSudo() Option {
 }
 
 // WaitDelay sets how long Wait waits for the output pipes to close after
-// the command's process group is gone (default 1s). Output written later by a
+// the command's process group is gone (default 1s), once they hold no
+// unread output: output already written is read first, however long that
+// takes on a loaded machine (up to a minute). Output written later by a
 // process that escaped the group is dropped.
 func WaitDelay(d time.Duration) Option {
 	return func(e *Executor) { e.waitDelay = d }

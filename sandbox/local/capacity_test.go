@@ -48,6 +48,7 @@ type capacityFigures struct {
 	heap       uint64 // Go heap in use and goroutine stacks, after a collection
 	rss        uint64 // resident memory of the server process
 	goroutines int
+	threads    int // of the operating system
 	fds        int
 	procs      int    // processes the server started that still run
 	procsPSS   uint64 // their proportional share of memory, summed
@@ -63,6 +64,7 @@ func measureCapacity(client int) capacityFigures {
 		heap:       ms.HeapInuse + ms.StackInuse,
 		rss:        procKiB("/proc/self/status", "VmRSS:") << 10,
 		goroutines: runtime.NumGoroutine(),
+		threads:    int(procKiB("/proc/self/status", "Threads:")),
 	}
 	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
 		f.fds = len(ents)
@@ -164,12 +166,13 @@ func TestCapacity(t *testing.T) {
 			}
 			return fmt.Sprintf("%.1f KiB", (float64(b)-float64(a))/float64(n)/1024)
 		}
-		t.Logf("%-28s heap %7.1f MiB, rss %7.1f MiB, %6d goroutines, %6d fds, %5d processes (%6.1f MiB pss)",
-			what, float64(after.heap)/(1<<20), float64(after.rss)/(1<<20), after.goroutines, after.fds, after.procs, float64(after.procsPSS)/(1<<20))
+		t.Logf("%-28s heap %7.1f MiB, rss %7.1f MiB, %6d goroutines, %5d threads, %6d fds, %5d processes (%6.1f MiB pss)",
+			what, float64(after.heap)/(1<<20), float64(after.rss)/(1<<20), after.goroutines, after.threads, after.fds, after.procs, float64(after.procsPSS)/(1<<20))
 		if n > 0 {
-			t.Logf("%-28s heap %s, rss %s, %.2f goroutines, %.2f fds, processes' pss %s each (of %d)",
+			each := func(a, b int) float64 { return float64(b-a) / float64(n) }
+			t.Logf("%-28s heap %s, rss %s, %.2f goroutines, %.2f threads, %.2f fds, processes' pss %s each (of %d)",
 				"", per(before.heap, after.heap), per(before.rss, after.rss),
-				float64(after.goroutines-before.goroutines)/float64(n), float64(after.fds-before.fds)/float64(n),
+				each(before.goroutines, after.goroutines), each(before.threads, after.threads), each(before.fds, after.fds),
 				per(before.procsPSS, after.procsPSS), n)
 		}
 	}
@@ -271,7 +274,7 @@ func capacityClient(t *testing.T, spec string) {
 	for i := range sids {
 		g.Go(func() error {
 			var r createReply
-			resp, err := call(ctx, "POST", "/api/v3/sandboxes", map[string]any{"projectId": "prj_test", "ports": []int{}})
+			resp, err := call(ctx, "POST", "/api/v3/sandboxes", map[string]any{"projectId": "prj_test", "ports": []int{}, "timeout": time.Hour.Milliseconds()}) // outlives a long measurement
 			err = decode(resp, err, &r)
 			sids[i] = r.Session.ID
 			return err

@@ -22,8 +22,8 @@ import (
 // costEnv names a sandboxtest-server binary for TestCommandCost, which
 // runs only when it is set:
 //
-//	go build -o /tmp/server ./sandbox/sandboxtest/cmd/sandboxtest-server
-//	LOCAL_COST_SERVER=/tmp/server go test ./sandbox/local -run '^TestCommandCost$' -v
+//	go build -o "$PWD/server" ./sandbox/sandboxtest/cmd/sandboxtest-server
+//	LOCAL_COST_SERVER="$PWD/server" go test ./sandbox/local -run '^TestCommandCost$' -v
 //
 // LOCAL_COST_COMMANDS (default 300) and LOCAL_COST_SANDBOXES (default 1)
 // set how many attached runs of true, over how many sandboxes at once.

@@ -3,7 +3,8 @@
 # installs the pinned @vercel/sandbox from the committed lock file and runs
 # TestOfficialTypeScriptSDK, which drives the SDK through the fake,
 # TestOfficialSDKParity, which compares its answers with the Go client's, then
-# records the same run to a cassette and replays it with no fake present.
+# records the same run to a cassette and replays it with no fake present,
+# and runs TestOfficialSDKLoad (200 sandboxes at once, every byte counted).
 # Needs node (20 or newer) and npm with access to the npm registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,3 +27,6 @@ SANDBOXTEST_TSSDK=1 go test ./sandbox/sandboxtest -run '^TestOfficialSDKParity$'
 
 echo "== go test: official TypeScript SDK recorded to a cassette, then replayed from it"
 SANDBOXTEST_TSSDK=1 go test ./sandbox/sandboxtest/cassette -run '^TestOfficialTypeScriptSDK$' -count=1 -v
+
+echo "== go test: the official TypeScript SDK, 200 sandboxes at once, every byte of their output back"
+SANDBOXTEST_TSSDK=1 go test ./sandbox/sandboxtest -run '^TestOfficialSDKLoad$' -count=1 -v

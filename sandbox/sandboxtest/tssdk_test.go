@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -51,6 +52,45 @@ func TestOfficialTypeScriptSDK(t *testing.T) {
 	checkTSSDKRequests(t, srv.Requests(), pinned)
 }
 
+// TestOfficialSDKLoad runs load.mjs: the official TypeScript SDK runs 200
+// sandboxes at once against one server (real processes through the host
+// executor), each running an attached echo and seq 1 5000 beside all the
+// others, three rounds, and every byte must come back.
+// SANDBOXTEST_LOAD_SANDBOXES and SANDBOXTEST_LOAD_ROUNDS change the size.
+func TestOfficialSDKLoad(t *testing.T) {
+	node, _ := requireTSSDK(t)
+	sandboxes, rounds := envInt(t, "SANDBOXTEST_LOAD_SANDBOXES", 200), envInt(t, "SANDBOXTEST_LOAD_ROUNDS", 3)
+	token := "tssdk-load"
+	srv := sandboxtest.NewServer(t,
+		local.WithExecutor(hostexec.New()),
+		local.WithHostPaths(true),
+		local.WithToken(token),
+		local.WithTeam(tssdkTeam),
+		local.WithProject(tssdkProject),
+	)
+	out := runNodeScriptFor(t, 10*time.Minute+time.Duration(sandboxes*rounds)*100*time.Millisecond, node, "load.mjs",
+		"SANDBOXTEST_URL="+srv.URL(), "SANDBOXTEST_TOKEN="+token,
+		"LOAD_SANDBOXES="+strconv.Itoa(sandboxes), "LOAD_ROUNDS="+strconv.Itoa(rounds))
+	if !strings.Contains(out, "\nPASS ") {
+		t.Fatalf("load.mjs exited 0 without its PASS line")
+	}
+}
+
+// envInt is the positive number in the variable name, or def when it is
+// unset.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
 // requireTSSDK skips unless the SDK check is asked for, and fails unless
 // node and the pinned SDK are installed. It returns node's path and the
 // pinned version.
@@ -81,7 +121,13 @@ func requireTSSDK(t *testing.T) (node, pinned string) {
 // output, and returns the output. It fails the test when the script does.
 func runNodeScript(t *testing.T, node, script string, env ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), tssdkTimeout)
+	return runNodeScriptFor(t, tssdkTimeout, node, script, env...)
+}
+
+// runNodeScriptFor is runNodeScript with a time limit of its own.
+func runNodeScriptFor(t *testing.T, limit time.Duration, node, script string, env ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = tssdkDir
@@ -95,7 +141,7 @@ func runNodeScript(t *testing.T, node, script string, env ...string) string {
 	out.flush()
 	t.Logf("%s finished in %v", script, time.Since(start).Round(time.Millisecond))
 	if ctx.Err() != nil {
-		t.Fatalf("%s did not finish within %v", script, tssdkTimeout)
+		t.Fatalf("%s did not finish within %v", script, limit)
 	}
 	if runErr != nil {
 		t.Fatalf("%s failed: %v (its output is logged above)", script, runErr)

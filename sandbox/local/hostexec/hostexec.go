@@ -54,16 +54,18 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // and error, whatever the server inherited. Signal signals the whole group;
 // the end of the session kills it with SIGKILL; and when the command's main
 // process exits, what is left of its group (background jobs, for instance)
-// is killed too. On Linux the environment also carries LOCAL_SANDBOX_RUN, a
-// marker unique to the command, and every process that carries it is killed
-// then, daemons that left the group with setsid included. Where a control
-// group is writable (cgroup v1 as root, or a cgroup v2 directory with the
-// pids controller delegated), each command is also born in a group of its
-// own, and every process of the group is killed then: even a process that
-// leaves the session and clears its environment. Elsewhere such a process
-// escapes (this executor isolates nothing, and a command running as root
-// can leave its group: use package isolated for hostile code). Close
-// removes the groups kept for reuse. Wait returns
+// is killed too. Where a control group is writable (cgroup v1 as root, or
+// a cgroup v2 directory with the pids controller delegated), each command
+// is born in a group of its own, and every process of the group is killed
+// then: even a process that leaves the session and clears its environment.
+// On Linux the environment also carries LOCAL_SANDBOX_RUN, a marker unique
+// to the command; without a control group every process that carries it is
+// killed then, daemons that left the group with setsid included (finding
+// them reads the environment of every process of the host, which costs as
+// much again as a short command). A process that clears its environment
+// then escapes, and so does one running as root that leaves its control
+// group (this executor isolates nothing: use package isolated for hostile
+// code). Close removes the groups kept for reuse. Wait returns
 // once both output pipes are drained, or WaitDelay after the group was
 // killed if a process outside the group still holds them.
 //
@@ -77,6 +79,7 @@ type Executor struct {
 	refuseSudo bool
 	waitDelay  time.Duration
 	groups     *cgroup.Cgroups // where each command gets a group; nil: none
+	groupOnly  bool            // see GroupOnly
 }
 
 // Option configures a Executor.
@@ -108,10 +111,22 @@ func RefuseSudo() Option {
 }
 
 // WaitDelay sets how long Wait waits for the output pipes to close after
-// the command's process group is gone (default 1s). Output written later by a
+// the command's process group is gone (default 1s), once they hold no
+// unread output: output already written is read first, however long that
+// takes on a loaded machine (up to a minute). Output written later by a
 // process that escaped the group is dropped.
 func WaitDelay(d time.Duration) Option {
 	return func(e *Executor) { e.waitDelay = d }
+}
+
+// GroupOnly ends each command through its process group alone: no
+// control group and no search for its marker, so a daemon that leaves the
+// command's session outlives it. It is for trusted commands known to
+// start no daemons (tests, benchmarks): on cgroup v1 as root it saves the
+// control group's share of a command's cost, about 7 % of the server's
+// CPU and more of its wall time for an attached run of true.
+func GroupOnly() Option {
+	return func(e *Executor) { e.groupOnly = true }
 }
 
 // New returns a Executor configured by opts.
@@ -129,6 +144,9 @@ func New(opts ...Option) *Executor {
 	}
 	if e.waitDelay <= 0 {
 		e.waitDelay = procio.DefaultWaitDelay
+	}
+	if e.groupOnly {
+		return e
 	}
 	if cg, err := cgroup.Find(); err == nil && cg.Pids() {
 		e.groups = cg
@@ -206,6 +224,7 @@ func (e *Executor) prepare(ctx context.Context, cmd *local.Cmd) (localStart, *pr
 		stderr:    stderr,
 		waitDelay: e.waitDelay,
 		groups:    e.groups,
+		sweep:     !e.groupOnly,
 	}, nil, nil
 }
 
@@ -218,6 +237,7 @@ type localStart struct {
 	stdout, stderr io.Writer
 	waitDelay      time.Duration
 	groups         *cgroup.Cgroups
+	sweep          bool // without a group, end what carries the mark
 }
 
 // environ builds the command's environment; see Executor.

@@ -92,3 +92,22 @@ func TestHostileControllingTerminal(t *testing.T) {
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, stderr, "/dev/tty", "the command has no controlling terminal")
 }
+
+// TestGroupOnlyLeavesDaemons: with GroupOnly the command's process group
+// alone is ended, so a daemon that left its session is still there once
+// Wait has returned.
+func TestGroupOnlyLeavesDaemons(t *testing.T) {
+	const script = `setsid sh -c 'echo $$ > d1; exec sleep 600' &
+while [ ! -s d1 ]; do sleep 0.01; done
+cat d1`
+	_, out, _, res := exectest.Start(t, t.Context(), hostexec.New(hostexec.GroupOnly()), localCmd(t, "sh", "-c", script))
+	select {
+	case <-res:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Wait did not return")
+	}
+	pids := localPIDs(t, out.String())
+	require.Len(t, pids, 1, "output %q", out.String())
+	t.Cleanup(func() { _ = syscall.Kill(pids[0], syscall.SIGKILL) })
+	assert.False(t, localGone(pids[0]), "the daemon %d ended with the command", pids[0])
+}

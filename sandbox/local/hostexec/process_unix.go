@@ -35,6 +35,7 @@ type localProcess struct {
 	pgid      int
 	mark      string         // the marker of its environment; see sweep
 	group     *cgroup.Cgroup // its control group, or nil
+	sweep     bool           // without a group, sweep its marker when it ends
 	outR      *os.File
 	errR      *os.File
 	outDone   chan struct{}
@@ -76,6 +77,7 @@ func startLocal(ctx context.Context, s localStart) (local.Process, error) {
 type tracking struct {
 	mark  string         // carried in their environment; see sweep
 	group *cgroup.Cgroup // where they are born, and stay; nil: none
+	sweep bool           // without a group, sweep the mark at the end
 }
 
 // startCmd starts the command of s, with what set adds, retrying an
@@ -85,7 +87,7 @@ type tracking struct {
 // is one (even a daemon that clears its environment stays there); no
 // descriptor of the server but 0-2 reaches it.
 func startCmd(ctx context.Context, s localStart, set func(*exec.Cmd)) (*exec.Cmd, tracking, error) {
-	tr := tracking{mark: newMark()}
+	tr := tracking{mark: newMark(), sweep: s.sweep}
 	if s.groups != nil {
 		tr.group, _ = s.groups.New(0, -1) // without one, the mark alone
 	}
@@ -145,6 +147,7 @@ func watch(ctx context.Context, c *exec.Cmd, tr tracking, waitDelay time.Duratio
 		cmd:       c,
 		pgid:      c.Process.Pid,
 		mark:      tr.mark,
+		sweep:     tr.sweep,
 		group:     tr.group,
 		outR:      outR,
 		errR:      errR,
@@ -185,9 +188,15 @@ func (p *localProcess) kill(pid, sig int) error {
 	}
 	err := syscall.Kill(pid, syscall.Signal(sig))
 	if sig == int(syscall.SIGKILL) && pid < 0 {
-		// What left the process group, daemons included.
-		p.group.KillAll()
-		sweep(p.mark)
+		// What left the process group, daemons included: the control
+		// group holds them all; without one, the mark finds them (a scan
+		// of every process of the host, which costs about as much as the
+		// rest of a short command).
+		if p.group != nil {
+			p.group.KillAll()
+		} else if p.sweep {
+			sweep(p.mark)
+		}
 	}
 	if errors.Is(err, syscall.ESRCH) {
 		return nil // the group is gone: the process has finished

@@ -254,7 +254,7 @@ func ReadOnly(hostPath, sandboxPath string) Option {
 }
 
 // WaitDelay sets how long Wait waits for the output pipes after the
-// sandbox ended (default 1s).
+// sandbox ended (default 1s), once they hold no unread output.
 func WaitDelay(d time.Duration) Option {
 	return func(e *Executor) { e.waitDelay = d }
 }

@@ -47,10 +47,13 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 
 // Pump copies r to w one read at a time until r ends, so output reaches
 // w as soon as the process writes it. When w fails, the rest is read and
-// dropped, so that the process never blocks on a full pipe.
+// dropped, so that the process never blocks on a full pipe. Its buffer
+// starts small and grows to pumpBuffer at the first read that fills it: a
+// command that prints little (a server waiting, a sleep) holds 1 KiB, not
+// 32, for as long as it runs.
 func Pump(r io.Reader, w io.Writer, done chan<- struct{}) {
 	defer close(done)
-	buf := make([]byte, 32*1024)
+	buf := make([]byte, pumpStart)
 	writeOK := true
 	for {
 		n, err := r.Read(buf)
@@ -62,15 +65,31 @@ func Pump(r io.Reader, w io.Writer, done chan<- struct{}) {
 		if err != nil {
 			return
 		}
+		if n == len(buf) && len(buf) < pumpBuffer {
+			buf = make([]byte, pumpBuffer)
+		}
 	}
 }
 
-// Drain waits until the pumps of both output pipes are done, or
-// until delay has passed; then it closes the read ends, which unblocks the
-// pumps (output written later is lost), and waits for them to finish.
+// pumpStart and pumpBuffer are the first and the largest buffer of a
+// Pump: one read, one frame of output.
+const (
+	pumpStart  = 1 << 10
+	pumpBuffer = 32 << 10
+)
+
+// Drain waits until the pumps of both output pipes are done, or until
+// delay has passed with nothing left unread in the pipes; then it closes the
+// read ends, which unblocks the pumps (output written later is lost), and
+// waits for them to finish. Output already in a pipe is never dropped for
+// the delay: on a loaded machine a pump may not run for longer than that,
+// and the output of a command that has exited waits in the pipe for it.
+// Drain gives up on unread output only after drainBound, in case a process
+// outside the command's group keeps writing.
 func Drain(outR, errR *os.File, outDone, errDone <-chan struct{}, delay time.Duration) {
 	t := time.NewTimer(delay)
 	defer t.Stop()
+	deadline := time.Now().Add(max(drainBound, delay))
 	out, errc := outDone, errDone
 	for out != nil || errc != nil {
 		select {
@@ -79,6 +98,10 @@ func Drain(outR, errR *os.File, outDone, errDone <-chan struct{}, delay time.Dur
 		case <-errc:
 			errc = nil
 		case <-t.C:
+			if time.Now().Before(deadline) && (out != nil && unread(outR) || errc != nil && unread(errR)) {
+				t.Reset(drainPoll)
+				continue
+			}
 			out, errc = nil, nil
 		}
 	}
@@ -87,6 +110,13 @@ func Drain(outR, errR *os.File, outDone, errDone <-chan struct{}, delay time.Dur
 	<-outDone
 	<-errDone
 }
+
+// drainBound is how long Drain waits, at most, for a pump to read the
+// output left in its pipe.
+const drainBound = time.Minute
+
+// drainPoll is how often Drain looks again at output left in a pipe.
+const drainPoll = 10 * time.Millisecond
 
 // EnvList returns env as sorted KEY=value entries.
 func EnvList(env map[string]string) []string {

@@ -33,6 +33,7 @@ type sandboxSpec struct {
 	env                map[string]string
 	tags               map[string]string
 	ports              []int
+	interactive        bool
 	snapshotExpiration *int64
 	keepLast           *wire.KeepLastSnapshots
 	networkID          string
@@ -119,6 +120,29 @@ func pinImage(ref string) string {
 	}
 	sum := sha256.Sum256([]byte(ref))
 	return repo + "@sha256:" + hex.EncodeToString(sum[:])
+}
+
+// createBody is the body of a create or fork: the public fields, and the
+// private one the official CLI sends to get a sandbox it can open
+// terminals in.
+type createBody struct {
+	wire.CreateRequest
+	Interactive bool `json:"__interactive"`
+}
+
+// applyInteractive marks spec as created for terminals when body asks it.
+// Such a create is refused up front, before anything exists, when the
+// executor cannot run terminals: a client that needs interactivePort
+// would otherwise fail after the create and leave the sandbox running.
+func (s *Server) applyInteractive(spec *sandboxSpec, body *createBody) *apiError {
+	if !body.Interactive {
+		return nil
+	}
+	if _, ok := s.exec.(TTYExecutor); !ok {
+		return badRequest("interactive sandboxes need an executor that runs terminals, such as hostexec or isolated")
+	}
+	spec.interactive = true
+	return nil
 }
 
 // applyCreate overlays the fields of a create or fork body on spec and
@@ -213,10 +237,11 @@ func (s *Server) applyCreate(spec *sandboxSpec, req *wire.CreateRequest) *apiErr
 // handleCreate serves POST /v2/sandboxes and POST /v3/sandboxes.
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) *apiError {
 	version, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	var req wire.CreateRequest
-	if aerr := decodeBody(r, &req); aerr != nil {
+	var body createBody
+	if aerr := decodeBody(r, &body); aerr != nil {
 		return aerr
 	}
+	req := &body.CreateRequest
 	if aerr := s.checkProject(req.ProjectID); aerr != nil {
 		return aerr
 	}
@@ -228,7 +253,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) *apiError 
 		timeout:    defaultTimeoutMs,
 		policy:     &wire.NetworkPolicyResp{Mode: "allow-all"},
 	}
-	if aerr := s.applyCreate(&spec, &req); aerr != nil {
+	if aerr := s.applyCreate(&spec, req); aerr != nil {
+		return aerr
+	}
+	if aerr := s.applyInteractive(&spec, &body); aerr != nil {
 		return aerr
 	}
 	if spec.runtime == "" && spec.image == "" {
@@ -323,6 +351,7 @@ func (s *Server) createSandbox(spec sandboxSpec, fromSnap string) (sandboxReply,
 		env:                spec.env,
 		tags:               spec.tags,
 		ports:              spec.ports,
+		interactive:        spec.interactive,
 		snapshotExpiration: spec.snapshotExpiration,
 		keepLast:           spec.keepLast,
 		networkID:          spec.networkID,
@@ -357,10 +386,11 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) *apiError {
 	if aerr := s.checkProjectQuery(r.URL.Query().Get("projectId")); aerr != nil {
 		return aerr
 	}
-	var req wire.CreateRequest
-	if aerr := decodeBody(r, &req); aerr != nil {
+	var body createBody
+	if aerr := decodeBody(r, &body); aerr != nil {
 		return aerr
 	}
+	req := &body.CreateRequest
 	src, aerr := s.lookupSandbox(name)
 	if aerr != nil {
 		return aerr
@@ -388,7 +418,10 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	fromSnap := src.currentSnapshotID
 	s.mu.Unlock()
-	if aerr := s.applyCreate(&spec, &req); aerr != nil {
+	if aerr := s.applyCreate(&spec, req); aerr != nil {
+		return aerr
+	}
+	if aerr := s.applyInteractive(&spec, &body); aerr != nil {
 		return aerr
 	}
 	reply, aerr := s.createSandbox(spec, fromSnap)

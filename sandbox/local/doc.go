@@ -135,8 +135,13 @@
 //     per-command timeouts are enforced.
 //   - Interactive sessions run on a real terminal only with an executor
 //     that implements TTYExecutor (hostexec, isolated); otherwise POST
-//     …/interactive answers 400. Tickets are single-use and the WebSocket is served by
-//     this server, under /local/pty/.
+//     …/interactive answers 400, and so does a create or fork with the
+//     private field "__interactive": true, which the official CLI sends.
+//     Such a sandbox reports interactivePort 8443, with a route, as hosted
+//     does. Tickets are single-use and the WebSocket is served by this
+//     server, under /local/pty/; GET /health on the same host answers 200,
+//     as the terminal host does. The CLI probes https://HOST/health, on
+//     port 443 whatever the port of the ticket's URL.
 //   - Network policies are validated, stored and reported; only the
 //     isolated executor acts on them, and only as loopback-only versus
 //     allow-all (domain and subnet rules are not emulated). Exposed ports

@@ -25,7 +25,7 @@ func (s *Server) replyLocked(sb *sandboxRec, sess *sessionRec, resumed bool) san
 	return sandboxReply{
 		Sandbox: s.sandboxWire(sb),
 		Session: sessionWire(sess),
-		Routes:  routesFor(sb.name, sb.ports),
+		Routes:  sb.routes(),
 		Resumed: resumed,
 	}
 }

@@ -312,6 +312,9 @@ func (s *Server) nextSeq() int64 {
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inflight.enter()
 	defer s.inflight.leave()
+	if s.serveHealth(w, r) { // the terminal host's probe
+		return
+	}
 	if s.servePTY(w, r) { // a terminal's WebSocket, opened by its ticket
 		return
 	}

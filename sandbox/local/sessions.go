@@ -360,7 +360,7 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) *apiEr
 		return aerr
 	}
 	return s.writeLocked(w, func() any {
-		return sessionReply{Session: sessionWire(sess), Routes: routesFor(sess.sb.name, sess.sb.ports)}
+		return sessionReply{Session: sessionWire(sess), Routes: sess.sb.routes()}
 	})
 }
 

@@ -64,6 +64,7 @@ type sandboxRec struct {
 	env                map[string]string
 	tags               map[string]string
 	ports              []int
+	interactive        bool // created for terminals: reports interactivePort
 	snapshotExpiration *int64
 	keepLast           *wire.KeepLastSnapshots
 	currentSnapshotID  string
@@ -230,7 +231,17 @@ func sessionWire(sess *sessionRec) wire.Session {
 		ActiveCPUDurationMs: sess.activeCPU,
 		NetworkTransfer:     sess.transfer,
 		ProjectID:           sess.projectID,
+		InteractivePort:     sess.interactivePort(),
 	}
+}
+
+// interactivePort returns the session's interactivePort: set when its
+// sandbox was created for terminals.
+func (sess *sessionRec) interactivePort() *int {
+	if !sess.sb.interactive {
+		return nil
+	}
+	return ptr(interactivePort)
 }
 
 // commandWire converts c to its wire form. Called with s.mu held.
@@ -267,6 +278,22 @@ func snapshotWire(snap *snapshotRec) wire.Snapshot {
 		CreationMethod:  snap.creationMethod,
 		ParentID:        snap.parentID,
 	}
+}
+
+// interactivePort is the port hosted Vercel reports as interactivePort for
+// a sandbox created with "__interactive": true, the port of its terminal
+// server; it also gets a route. The official CLI refuses a sandbox it
+// creates without one.
+const interactivePort = 8443
+
+// routes returns the routes of sb: one per exposed port, and one for the
+// terminal's port when sb was created for terminals. Called with s.mu held.
+func (sb *sandboxRec) routes() []wire.Route {
+	ports := sb.ports
+	if sb.interactive && !slices.Contains(ports, interactivePort) {
+		ports = append(slices.Clone(ports), interactivePort)
+	}
+	return routesFor(sb.name, ports)
 }
 
 // routesFor returns one route per port; never nil.

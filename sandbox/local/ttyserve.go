@@ -17,6 +17,27 @@ import (
 // start.
 const maxPTYFrame = 64 << 10
 
+// healthPath is the terminal host's health check, outside the API. The
+// official CLI probes GET /health on the host of an interactive session's
+// URL before it opens the WebSocket, and gives up unless it answers 2xx.
+const healthPath = "/health"
+
+// serveHealth answers the terminal host's health check if r is one, and
+// reports whether it was. Like the terminal's WebSocket it takes no bearer
+// token.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.Path != healthPath || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		return false
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = io.WriteString(w, "ok\n")
+	}
+	return true
+}
+
 // servePTY serves the WebSocket of an interactive session if r is for
 // one, and reports whether it was.
 //

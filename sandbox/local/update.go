@@ -49,7 +49,7 @@ func (s *Server) handleUpdateSandbox(w http.ResponseWriter, r *http.Request) *ap
 	sb.updatedAt = s.nowMs()
 	reply := updateReply{Sandbox: s.sandboxWire(sb)}
 	if p.portsSet {
-		routes := routesFor(sb.name, sb.ports)
+		routes := sb.routes()
 		reply.Routes = &routes
 	}
 	writeJSON(w, http.StatusOK, reply)

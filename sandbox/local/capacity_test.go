@@ -129,16 +129,7 @@ func TestCapacity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
-	lines := bufio.NewScanner(out)
+	lines := startReading(t, child)
 	// step waits for the client's next "capacity: PHASE" line.
 	step := func(phase string) {
 		t.Helper()
@@ -326,4 +317,21 @@ func capacityClient(t *testing.T, spec string) {
 		c.Close()
 	}
 	phase("done")
+}
+
+// startReading starts c with its stdout read through the returned scanner
+// and its stderr on the test's; c is killed and waited for when the test
+// ends.
+func startReading(t *testing.T, c *exec.Cmd) *bufio.Scanner {
+	t.Helper()
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	return bufio.NewScanner(out)
 }

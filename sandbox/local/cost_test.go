@@ -3,7 +3,6 @@
 package local_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -44,16 +43,7 @@ func TestCommandCost(t *testing.T) {
 		t.Fatal("LOCAL_COST_COMMANDS and LOCAL_COST_SANDBOXES must be positive")
 	}
 	srv := exec.Command(bin, "--executor", "host")
-	out, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Stderr = os.Stderr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	lines := bufio.NewScanner(out)
+	lines := startReading(t, srv)
 	if !lines.Scan() {
 		t.Fatalf("the server printed no address: %v", lines.Err())
 	}

@@ -237,6 +237,7 @@ func TestFailedCreateWithRetries(t *testing.T) {
 	assert.Equal(t, "sandbox.OutcomeUnknownError", s.Status.Description)
 	assert.Equal(t, "sandbox.OutcomeUnknownError", attrOf(t, s, "error.type").AsString())
 	assert.Equal(t, int64(503), attrOf(t, s, "http.response.status_code").AsInt64())
+	assert.NotEmpty(t, attrOf(t, s, "vercel.sandbox.error.code").AsString(), "the API's error code")
 	assert.Len(t, events(s, "rate_limit_wait"), 1, "events %v", s.Events)
 	assert.Len(t, events(s, "retry"), 2, "events %v", s.Events)
 	for _, ev := range s.Events {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -547,5 +548,26 @@ func TestSpansEndWhenContextEnds(t *testing.T) {
 	assert.Equal(t, "error", attrOf(t, s, "vercel.sandbox.command.outcome").AsString())
 	for _, k := range e.children(s) {
 		assert.False(t, k.EndTime.IsZero())
+	}
+}
+
+// Each API request carries the trace context of its HTTP span, through the
+// propagator given (the global one by default, which propagates nothing
+// until a program sets one).
+func TestRequestsCarryTheTraceContext(t *testing.T) {
+	e := newEnv(t, []otelsandbox.Option{otelsandbox.WithPropagator(propagation.TraceContext{})})
+	_, err := e.c.Create(t.Context(), sandbox.CreateParams{})
+	require.NoError(t, err)
+	h := e.one("POST")
+	reqs := e.srv.Requests()
+	require.NotEmpty(t, reqs)
+	last := reqs[len(reqs)-1]
+	assert.Equal(t, "00-"+h.SpanContext.TraceID().String()+"-"+h.SpanContext.SpanID().String()+"-01", last.Header.Get("Traceparent"))
+
+	plain := newEnv(t, nil)
+	_, err = plain.c.Create(t.Context(), sandbox.CreateParams{})
+	require.NoError(t, err)
+	for _, r := range plain.srv.Requests() {
+		assert.Empty(t, r.Header.Get("Traceparent"), "the global propagator is a no-op until set")
 	}
 }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
+	"github.com/sbx-go/vercel-sandbox/internal/observe"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -91,6 +92,9 @@ type Cmd struct {
 	conn *conn.Conn // the sandbox the command runs in; set by Command
 	as   rewrite    // runs the command as a user, when set
 	used atomic.Bool
+	// propagate gives the command the variables that continue its trace
+	// (see observe.PropagateCmd), whatever the client's default.
+	propagate bool
 }
 
 // rewrite turns a Cmd into the command line, environment and directory to
@@ -100,6 +104,7 @@ type rewrite func(c *Cmd) (name string, args []string, env map[string]string, di
 func init() {
 	conn.BindCmd = bind
 	conn.AttachCmd = attach
+	observe.PropagateCmd = func(c *Cmd) { c.propagate = true }
 }
 
 // bind binds cmd to the sandbox c reaches, running it through as when

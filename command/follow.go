@@ -12,6 +12,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/cmdstream"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/observe"
 )
 
 // Hosted Vercel's edge cuts any stream after about six minutes, and a
@@ -322,6 +323,8 @@ func reattach(ctx context.Context, c *conn.Conn, ev conn.ReattachEvent, idle int
 	c.Core.Logger().LogAttrs(ctx, slog.LevelInfo, "vercel sandbox: re-attaching to command",
 		slog.String("op", ev.Op), slog.String("session", ev.SessionID), slog.String("command", ev.CommandID),
 		slog.Int("attempt", ev.Attempt), slog.Int64("delivered", ev.Delivered), slog.Any("cause", ev.Err))
+	observe.Event(ctx, observe.EventReattach, slog.String(observe.KeyOp, ev.Op),
+		slog.Int(observe.KeyAttempt, ev.Attempt), slog.Int64(observe.KeyDelivered, ev.Delivered))
 	if c.Reattach.OnReattach != nil {
 		c.Reattach.OnReattach(ev)
 	}

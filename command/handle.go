@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/cmdstream"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/observe"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -163,6 +165,14 @@ func (h *Handle) finished() *Info {
 // repeated until the command finishes, its session ends (an error
 // matching sandbox.ErrGone) or ctx ends; see sandbox.ReattachPolicy.
 func (h *Handle) Wait(ctx context.Context) (*Result, error) {
+	ctx, op := observe.Start(ctx, h.c.Core.Observer(), observe.OpWait, slog.String(observe.KeySandbox, h.ref.SandboxName),
+		slog.String(observe.KeySession, h.ref.SessionID), slog.String(observe.KeyCommand, h.ref.CommandID))
+	res, err := h.wait(ctx)
+	endCommand(op, res, err)
+	return res, err
+}
+
+func (h *Handle) wait(ctx context.Context) (*Result, error) {
 	if h.cmd != nil {
 		if !h.waited.CompareAndSwap(false, true) {
 			return nil, apierr.Invalid("Handle", "Wait already called")

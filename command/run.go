@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/cmdstream"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/observe"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -93,13 +96,26 @@ func (c *Cmd) Start(ctx context.Context) (*Handle, error) {
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
+	ctx, op := observe.Start(ctx, c.conn.Core.Observer(), observe.OpStart, slog.String(observe.KeySandbox, c.conn.SandboxName))
+	h, err := c.start(ctx)
+	if op != nil {
+		if h != nil {
+			op.Set(slog.String(observe.KeySession, h.ref.SessionID), slog.String(observe.KeyCommand, h.ref.CommandID),
+				slog.String(observe.KeyOutcome, observe.OutcomeStarted))
+		}
+		op.End(err)
+	}
+	return h, err
+}
+
+func (c *Cmd) start(ctx context.Context) (*Handle, error) {
 	cn := c.conn
 	var out wire.CommandResponse
 	var sid string
 	err := cn.WithSession(ctx, func(id string) error {
 		sid = id
 		return cn.Core.JSON(ctx, &httpcore.Call{Method: "POST", Path: conn.SessionPath(id) + "/cmd",
-			JSON: c.request(false), Safety: httpcore.Unsafe, Op: "start command",
+			JSON: c.request(ctx, false), Safety: httpcore.Unsafe, Op: "start command",
 			SandboxName: cn.SandboxName, SessionID: id}, &out)
 	})
 	if err != nil {
@@ -114,6 +130,48 @@ func (c *Cmd) Start(ctx context.Context) (*Handle, error) {
 
 // run runs c attached, its output passed on to stdout and stderr.
 func (c *Cmd) run(ctx context.Context, stdout, stderr io.Writer) (*Result, error) {
+	ctx, op := observe.Start(ctx, c.conn.Core.Observer(), observe.OpRun, slog.String(observe.KeySandbox, c.conn.SandboxName))
+	res, err := c.runAttached(ctx, stdout, stderr)
+	endCommand(op, res, err)
+	return res, err
+}
+
+// endCommand ends op, a command that gave res and err.
+func endCommand(op *observe.Op, res *Result, err error) {
+	if op == nil {
+		return
+	}
+	outcome := observe.OutcomeError
+	var ie *InactivityError
+	switch {
+	case res != nil && res.TimedOut:
+		outcome = observe.OutcomeTimeout
+		op.Set(slog.String(observe.KeyEndedBy, "timeout"))
+	case errors.As(err, &ie):
+		outcome = observe.OutcomeInactivity
+		op.Set(slog.String(observe.KeyEndedBy, "inactivity"))
+	case res != nil && res.exited && res.exitCode == 0:
+		outcome = observe.OutcomeSuccess
+	case res != nil && res.exited:
+		outcome = observe.OutcomeExit
+	}
+	op.Set(slog.String(observe.KeyOutcome, outcome))
+	if res != nil {
+		op.Set(slog.String(observe.KeySession, res.SessionID), slog.String(observe.KeyCommand, res.CommandID),
+			slog.Int64(observe.KeyStdoutBytes, res.StdoutBytes), slog.Int64(observe.KeyStderrBytes, res.StderrBytes))
+		if res.exited {
+			op.Set(slog.Int(observe.KeyExitCode, res.exitCode))
+		}
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		// An exit code is the command's answer, not a failure of the call.
+		err = nil
+	}
+	op.End(err)
+}
+
+func (c *Cmd) runAttached(ctx context.Context, stdout, stderr io.Writer) (*Result, error) {
 	cn := c.conn
 	var resp *http.Response
 	var sid string
@@ -121,7 +179,7 @@ func (c *Cmd) run(ctx context.Context, stdout, stderr io.Writer) (*Result, error
 		sid = id
 		var err error
 		resp, err = cn.Core.Do(ctx, &httpcore.Call{Method: "POST", Path: conn.SessionPath(id) + "/cmd",
-			JSON: c.request(true), Safety: httpcore.Unsafe, Op: "run command",
+			JSON: c.request(ctx, true), Safety: httpcore.Unsafe, Op: "run command",
 			SandboxName: cn.SandboxName, SessionID: id, Stream: true})
 		return err
 	})
@@ -151,11 +209,20 @@ func captureLimit(cmd *Cmd) int {
 }
 
 // request is the request that runs cmd, rewritten to run as a user when it
-// is bound to one.
-func (c *Cmd) request(attached bool) *wire.CommandRequest {
+// is bound to one. The environment gets the variables that continue the
+// trace of ctx's operation, when there are any (see observe.Env).
+func (c *Cmd) request(ctx context.Context, attached bool) *wire.CommandRequest {
 	name, args, env, dir := c.Name, c.Args, c.Env, c.Dir
+	if extra := observe.Env(ctx, c.propagate); len(extra) > 0 {
+		env = maps.Clone(env)
+		if env == nil {
+			env = make(map[string]string, len(extra))
+		}
+		maps.Copy(env, extra)
+	}
 	if c.as != nil && !c.Sudo {
-		name, args, env, dir = c.as(c)
+		// The rewrite reads these fields only.
+		name, args, env, dir = c.as(&Cmd{Name: c.Name, Args: c.Args, Env: env, Dir: c.Dir})
 	}
 	if args == nil {
 		args = []string{}

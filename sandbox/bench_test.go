@@ -17,12 +17,18 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/internal/benchdata"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/otelsandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
@@ -161,6 +167,43 @@ func BenchmarkRunTrue(b *testing.B) {
 	}
 	reportCPU(b, cpu)
 	b.ReportMetric(float64(cs.conns.Load()), "conns")
+}
+
+// BenchmarkRunTrueTelemetry is BenchmarkRunTrue without telemetry (off),
+// with package otelsandbox on no-op providers (noop), and with the
+// OpenTelemetry SDK sampling every span into an exporter that drops them
+// and a manual metric reader (sdk): the cost of the spans (a command span
+// and its HTTP span), their attributes and the metrics.
+func BenchmarkRunTrueTelemetry(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() {
+		_ = tp.Shutdown(context.Background())
+		_ = mp.Shutdown(context.Background())
+	})
+	for _, v := range []struct {
+		name string
+		opts []sandbox.Option
+	}{
+		{"off", nil},
+		{"noop", []sandbox.Option{otelsandbox.WithTelemetry(otelsandbox.WithTracerProvider(tracenoop.NewTracerProvider()),
+			otelsandbox.WithMeterProvider(metricnoop.NewMeterProvider()))}},
+		{"sdk", []sandbox.Option{otelsandbox.WithTelemetry(otelsandbox.WithTracerProvider(tp), otelsandbox.WithMeterProvider(mp))}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			cs := countedSandbox(b, v.opts...)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := benchdata.CPUTime()
+			for i := 0; i < b.N; i++ {
+				if _, err := cs.sb.Command("true").Run(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportCPU(b, cpu)
+		})
+	}
 }
 
 // reportCPU reports the CPU time per operation since cpu, client and

@@ -12,6 +12,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/observe"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxerr"
 )
 
@@ -186,6 +187,7 @@ type config struct {
 	onResume   func(ResumeEvent)
 	reattach   ReattachPolicy
 	upload     uploadConfig
+	obs        observe.Observer // set by package otelsandbox
 	errs       []error
 }
 
@@ -408,7 +410,7 @@ func NewClient(opts ...Option) (*Client, error) {
 	core, err := httpcore.New(httpcore.Config{
 		BaseURL: cfg.baseURL, Provider: cfg.provider, Transport: rt, TeamID: cfg.team,
 		ProjectID: cfg.project, Retry: cfg.retry.core(), Logger: cfg.logger, UserAgent: cfg.ua,
-		Middleware: mws, RequestTimeout: timeout, MaxResponseSize: cfg.maxAnswer,
+		Middleware: mws, RequestTimeout: timeout, MaxResponseSize: cfg.maxAnswer, Observer: cfg.obs,
 	})
 	if err != nil {
 		return nil, err

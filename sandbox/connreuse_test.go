@@ -27,7 +27,7 @@ type counted struct {
 
 // countedSandbox serves the local backend with a fresh Script (true, echo
 // and lines registered) and creates a sandbox on it.
-func countedSandbox(tb testing.TB) counted {
+func countedSandbox(tb testing.TB, opts ...sandbox.Option) counted {
 	tb.Helper()
 	script := sandboxtest.NewScript()
 	script.Handle(sandboxtest.MatchName("true"), sandboxtest.Reply{})
@@ -45,7 +45,8 @@ func countedSandbox(tb testing.TB) counted {
 	}
 	ts.Start()
 	tb.Cleanup(ts.Close)
-	c, err := sandbox.NewClient(sandbox.WithBaseURL(ts.URL), sandbox.WithToken(srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID))
+	c, err := sandbox.NewClient(append([]sandbox.Option{sandbox.WithBaseURL(ts.URL), sandbox.WithToken(srv.Token()),
+		sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID)}, opts...)...)
 	require.NoError(tb, err)
 	sb, err := c.Create(context.Background(), sandbox.CreateParams{})
 	require.NoError(tb, err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/observe"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -32,6 +33,13 @@ import (
 // reuse one. When the outcome stays unknown, the error is an
 // *OutcomeUnknownError.
 func (c *Client) Create(ctx context.Context, p CreateParams) (*Sandbox, error) {
+	ctx, op := c.start(ctx, observe.OpCreate)
+	sb, err := c.create(ctx, p)
+	endSandbox(op, sb, err)
+	return sb, err
+}
+
+func (c *Client) create(ctx context.Context, p CreateParams) (*Sandbox, error) {
 	if p.Name == "" {
 		p.Name = NewName("sbx-")
 	}

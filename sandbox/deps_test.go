@@ -42,6 +42,10 @@ func TestClientProgramLinksOnlyTheClient(t *testing.T) {
 		"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest",
 		"github.com/sbx-go/vercel-sandbox/auth/authtest",
 		"github.com/sbx-go/vercel-sandbox/examples",
+		// Telemetry is package otelsandbox's: a client without it links
+		// no OpenTelemetry package.
+		"go.opentelemetry.io",
+		"github.com/sbx-go/vercel-sandbox/sandbox/otelsandbox",
 	}
 	for _, dep := range deps {
 		for _, f := range forbidden {

@@ -5,9 +5,11 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"log/slog"
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/files"
+	"github.com/sbx-go/vercel-sandbox/internal/observe"
 )
 
 // FileSystem holds the file calls of a sandbox, named and shaped after os
@@ -63,11 +65,22 @@ func (f *FileSystem) ops() fileOps { return fileOps{run: f.run} }
 // once from its start, so there is nothing to seek, and a Stat would be
 // a command of its own (call Stat).
 func (f *FileSystem) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	ctx, op := f.sb.c.start(ctx, observe.OpDownload, slog.String(observe.KeySandbox, f.sb.name))
+	var rc io.ReadCloser
+	var err error
 	if f.user != nil {
-		return f.user.open(ctx, name)
+		rc, err = f.user.open(ctx, name)
+	} else {
+		rc, _, err = f.sb.open(ctx, name)
 	}
-	rc, _, err := f.sb.open(ctx, name)
-	return rc, err
+	if op == nil {
+		return rc, err
+	}
+	if err != nil {
+		op.End(err)
+		return nil, err
+	}
+	return &observedFile{ReadCloser: rc, op: op}, nil
 }
 
 // ReadFile reads a whole file, like os.ReadFile: through the file API for
@@ -113,10 +126,22 @@ func (f *FileSystem) WriteFile(ctx context.Context, name string, data []byte, pe
 // made below the home directory are the user's with mode 770, as the
 // official SDK leaves them.
 func (f *FileSystem) WriteFiles(ctx context.Context, entries []files.Entry, p files.WriteParams) error {
-	if f.user != nil {
-		return f.user.writeFiles(ctx, entries, p)
+	ctx, op := f.sb.c.start(ctx, observe.OpUpload, slog.String(observe.KeySandbox, f.sb.name))
+	if op != nil {
+		var n int64
+		for _, e := range entries {
+			n += e.Size()
+		}
+		op.Set(slog.Int(observe.KeyFiles, len(entries)), slog.Int64(observe.KeyBytes, n))
 	}
-	return f.sb.writeFiles(ctx, entries, p)
+	var err error
+	if f.user != nil {
+		err = f.user.writeFiles(ctx, entries, p)
+	} else {
+		err = f.sb.writeFiles(ctx, entries, p)
+	}
+	op.End(err)
+	return err
 }
 
 // DownloadParams refines FileSystem.DownloadFile.
@@ -133,7 +158,11 @@ type DownloadParams struct {
 // complete or not at all (it is written to a temporary file and renamed).
 // It returns the bytes copied.
 func (f *FileSystem) DownloadFile(ctx context.Context, name, localPath string, p DownloadParams) (int64, error) {
-	return f.download(ctx, name, localPath, p)
+	ctx, op := f.sb.c.start(ctx, observe.OpDownload, slog.String(observe.KeySandbox, f.sb.name))
+	n, err := f.download(ctx, name, localPath, p)
+	op.Set(slog.Int(observe.KeyFiles, 1), slog.Int64(observe.KeyBytes, n))
+	op.End(err)
+	return n, err
 }
 
 // Mkdir creates a directory with permissions perm; its parent must exist.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/observe"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -48,7 +50,9 @@ func (s *Sandbox) writeFiles(ctx context.Context, entries []files.Entry, p files
 		if err := body.set(ctx, call, cwd, replayable); err != nil {
 			return err
 		}
-		return body.explain(s.c.core.JSON(ctx, call, nil))
+		err := body.explain(s.c.core.JSON(ctx, call, nil))
+		observe.Set(ctx, slog.Int64(observe.KeyWireBytes, body.wire.Load()))
+		return err
 	}
 	if replayable {
 		return s.withSession(ctx, upload)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/observe"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -34,22 +36,31 @@ func projectQuery(key, project string) url.Values {
 // session; the first call that needs it resumes it (unless auto-resume is
 // off). A missing sandbox gives an error matching ErrNotFound.
 func (c *Client) Get(ctx context.Context, name string) (*Sandbox, error) {
+	ctx, op := c.start(ctx, observe.OpGet, slog.String(observe.KeySandbox, name))
 	out, err := c.get(ctx, name, false)
 	if err != nil {
+		op.End(err)
 		return nil, err
 	}
-	return c.newSandbox(out), nil
+	sb := c.newSandbox(out)
+	endSandbox(op, sb, nil)
+	return sb, nil
 }
 
 // Resume returns a handle to the named sandbox with a running session: it
 // boots a new session when the current one is not running, in the same
 // request as Get. A missing sandbox gives an error matching ErrNotFound.
 func (c *Client) Resume(ctx context.Context, name string) (*Sandbox, error) {
+	ctx, op := c.start(ctx, observe.OpResume, slog.String(observe.KeySandbox, name))
 	out, err := c.get(ctx, name, true)
 	if err != nil {
+		op.End(err)
 		return nil, err
 	}
-	return c.newSandbox(out), nil
+	op.Set(slog.Bool(observe.KeyResumed, out.Resumed))
+	sb := c.newSandbox(out)
+	endSandbox(op, sb, nil)
+	return sb, nil
 }
 
 func (c *Client) get(ctx context.Context, name string, resume bool) (*wire.SandboxResponse, error) {
@@ -218,6 +229,13 @@ func (c *Client) Delete(ctx context.Context, name string, p DeleteParams) error 
 // Fork creates a new sandbox from the configuration and current snapshot
 // of the sandbox called name. Like Create, it is not safe to repeat.
 func (c *Client) Fork(ctx context.Context, name string, p ForkParams) (*Sandbox, error) {
+	ctx, op := c.start(ctx, observe.OpFork, slog.String(observe.KeySandbox, name))
+	sb, err := c.fork(ctx, name, p)
+	endSandbox(op, sb, err)
+	return sb, err
+}
+
+func (c *Client) fork(ctx context.Context, name string, p ForkParams) (*Sandbox, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
@@ -348,7 +366,10 @@ func pages[R any, T any](ctx context.Context, c *Client, call *httpcore.Call, it
 // from any process that knows the session id. Stop stops a sandbox known
 // by name.
 func (c *Client) StopSession(ctx context.Context, sessionID string) (*StopResult, error) {
-	return c.stopSession(ctx, sessionID, "")
+	ctx, op := c.start(ctx, observe.OpStop, slog.String(observe.KeySession, sessionID))
+	res, err := c.stopSession(ctx, sessionID, "")
+	endStop(op, res, err)
+	return res, err
 }
 
 func (c *Client) stopSession(ctx context.Context, sessionID, name string) (*StopResult, error) {
@@ -412,6 +433,13 @@ func stoppedBefore(s *wire.Session, date string, took time.Duration) bool {
 // that was already stopped gives AlreadyStopped; a missing one gives an
 // error matching ErrNotFound.
 func (c *Client) Stop(ctx context.Context, name string) (*StopResult, error) {
+	ctx, op := c.start(ctx, observe.OpStop, slog.String(observe.KeySandbox, name))
+	res, err := c.stop(ctx, name)
+	endStop(op, res, err)
+	return res, err
+}
+
+func (c *Client) stop(ctx context.Context, name string) (*StopResult, error) {
 	out, err := c.get(ctx, name, false)
 	if err != nil {
 		return nil, err
@@ -475,7 +503,9 @@ func (c *Client) setPolicy(ctx context.Context, sessionID, name string, p *Netwo
 // SnapshotSession snapshots a running session. The session stops once the
 // snapshot is taken. Not safe to repeat after an ambiguous failure.
 func (c *Client) SnapshotSession(ctx context.Context, sessionID string, p SnapshotParams) (Snapshot, error) {
+	ctx, op := c.start(ctx, observe.OpSnapshot, slog.String(observe.KeySession, sessionID))
 	s, _, err := c.snapshot(ctx, sessionID, "", p)
+	op.End(err)
 	return s, err
 }
 

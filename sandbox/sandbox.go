@@ -14,6 +14,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/observe"
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
@@ -138,11 +139,16 @@ func (s *Sandbox) resumeFrom(ctx context.Context, staleID string) error {
 		// with the first caller's context.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
+		rctx, op := s.c.start(rctx, observe.OpResume, slog.String(observe.KeySandbox, s.name),
+			slog.String(observe.KeyOldSession, staleID))
 		out, err := s.c.get(rctx, s.name, true)
 		if err != nil {
+			op.End(err)
 			return nil, err
 		}
 		s.apply(out)
+		op.Set(slog.String(observe.KeySession, out.Session.ID), slog.Bool(observe.KeyResumed, out.Resumed))
+		op.End(nil)
 		if out.Resumed {
 			s.c.core.Logger().LogAttrs(rctx, slog.LevelInfo, "vercel sandbox: resumed sandbox",
 				slog.String("sandbox", s.name), slog.String("old_session", staleID), slog.String("session", out.Session.ID))
@@ -181,6 +187,7 @@ func (s *Sandbox) withSession(ctx context.Context, fn func(sessionID string) err
 			return fmt.Errorf("vercel sandbox: sandbox %s has no session", s.name)
 		}
 		if s.c.autoResume {
+			observe.Event(ctx, observe.EventResume, slog.String(observe.KeyOldSession, sid))
 			if err := s.resumeFrom(ctx, sid); err != nil {
 				return err
 			}
@@ -198,6 +205,7 @@ func (s *Sandbox) withSession(ctx context.Context, fn func(sessionID string) err
 			return fmt.Errorf("%w (waiting for the stop failed: %w)", err, werr)
 		}
 	}
+	observe.Event(ctx, observe.EventResume, slog.String(observe.KeyOldSession, sid))
 	if rerr := s.resumeFrom(ctx, sid); rerr != nil {
 		// The resume's error comes first, for errors.As: it is the one to
 		// act on (snapshot_not_found: recreate the sandbox). The refusal
@@ -221,6 +229,13 @@ func (s *Sandbox) setSession(sess Session) {
 // sandbox is not an error: the result has AlreadyStopped set. Stop never
 // resumes.
 func (s *Sandbox) Stop(ctx context.Context) (*StopResult, error) {
+	ctx, op := s.c.start(ctx, observe.OpStop, slog.String(observe.KeySandbox, s.name))
+	res, err := s.stop(ctx)
+	endStop(op, res, err)
+	return res, err
+}
+
+func (s *Sandbox) stop(ctx context.Context) (*StopResult, error) {
 	sid := s.SessionID()
 	if sid == "" {
 		if err := s.Refresh(ctx); err != nil {
@@ -361,6 +376,13 @@ func (s *Sandbox) Delete(ctx context.Context, p DeleteParams) error {
 // WaitStopped waits until the session has stopped. A call that needs the
 // session meanwhile (auto-resume) waits for the stop, then resumes.
 func (s *Sandbox) Snapshot(ctx context.Context, p SnapshotParams) (Snapshot, error) {
+	ctx, op := s.c.start(ctx, observe.OpSnapshot, slog.String(observe.KeySandbox, s.name))
+	snap, err := s.snapshot(ctx, p)
+	op.End(err)
+	return snap, err
+}
+
+func (s *Sandbox) snapshot(ctx context.Context, p SnapshotParams) (Snapshot, error) {
 	var snap Snapshot
 	var sess *Session
 	err := s.withSession(ctx, func(sid string) error {

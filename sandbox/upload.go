@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
@@ -78,15 +79,17 @@ type uploadBody struct {
 	conf    uploadConfig
 	entries []files.Entry
 	params  files.WriteParams
-	once    []io.Closer // one-shot bodies
-	spool   *spoolFile  // of the last cwd
+	once    []io.Closer  // one-shot bodies
+	spool   *spoolFile   // of the last cwd
+	wire    atomic.Int64 // bytes of the archive the last attempt sent
 }
 
 // set gives call a body that writes the archive of the entries for cwd.
 // A replayable body can be sent again; otherwise the call is sent once.
 func (u *uploadBody) set(ctx context.Context, call *httpcore.Call, cwd string, replayable bool) error {
 	write := func(ctx context.Context, w io.Writer) error {
-		return files.WriteTarGz(ctx, w, cwd, u.entries, u.params)
+		u.wire.Store(0)
+		return files.WriteTarGz(ctx, &countingWriter{w: w, n: &u.wire}, cwd, u.entries, u.params)
 	}
 	if u.conf.sized {
 		n, known, err := files.Length(cwd, u.entries, u.params)
@@ -189,4 +192,16 @@ func (sp *spoolFile) Close() error {
 		return err
 	}
 	return cerr
+}
+
+// countingWriter counts the bytes written through it into n.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }

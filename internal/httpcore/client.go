@@ -17,6 +17,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/loopback"
+	"github.com/sbx-go/vercel-sandbox/internal/observe"
 	"github.com/sbx-go/vercel-sandbox/internal/version"
 )
 
@@ -48,6 +49,9 @@ type Config struct {
 	// MaxResponseSize bounds an answer read whole (after decompression);
 	// 0: DefaultMaxResponseSize. Streams are not bounded by it.
 	MaxResponseSize int64
+	// Observer, when set, observes every attempt (under the middleware,
+	// next to the transport) and is told of retries.
+	Observer observe.Observer
 }
 
 // DefaultMaxResponseSize is the default bound of an answer read whole:
@@ -67,6 +71,7 @@ type Client struct {
 	ua        string
 	timeout   time.Duration
 	maxAnswer int64 // bytes of an answer read whole
+	obs       observe.Observer
 }
 
 // New validates cfg and returns a Client.
@@ -129,12 +134,16 @@ func New(cfg Config) (*Client, error) {
 		log:       log,
 		timeout:   cfg.RequestTimeout,
 		maxAnswer: cmp.Or(cfg.MaxResponseSize, DefaultMaxResponseSize),
+		obs:       cfg.Observer,
 	}
 	c.ua = fmt.Sprintf("vercel-sandbox-go/%s (Go/%s; %s/%s)", Version, strings.TrimPrefix(runtime.Version(), "go"), runtime.GOOS, runtime.GOARCH)
 	if s := strings.TrimSpace(cfg.UserAgent); s != "" {
 		c.ua += " " + s
 	}
 	var rt http.RoundTripper = base
+	if mw := observe.Middleware(cfg.Observer); mw != nil {
+		rt = RoundTripFunc(func(r *http.Request) (*http.Response, error) { return mw(r, base.RoundTrip) })
+	}
 	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
 		mw, next := cfg.Middleware[i], rt
 		rt = RoundTripFunc(func(r *http.Request) (*http.Response, error) { return mw(r, next.RoundTrip) })
@@ -153,6 +162,9 @@ func (c *Client) httpClient(sent *sentTokens) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
+
+// Observer returns the client's observer, nil when it has none.
+func (c *Client) Observer() observe.Observer { return c.obs }
 
 // Logger returns the client's logger.
 func (c *Client) Logger() *slog.Logger { return c.log }

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/internal/observe"
 	"github.com/sbx-go/vercel-sandbox/internal/redact"
 )
 
@@ -198,6 +199,12 @@ func announce(ctx context.Context, log *slog.Logger, conf RetryPolicy, ev RetryE
 		slog.String("method", ev.Method), slog.String("path", ev.Path),
 		slog.Int("attempt", ev.Attempt), slog.Int("status", ev.StatusCode),
 		slog.Any("error", ev.Err), slog.Duration("wait", ev.Wait))
+	name := observe.EventRetry
+	if ev.StatusCode == http.StatusTooManyRequests {
+		name = observe.EventRateLimit
+	}
+	observe.Event(ctx, name, slog.Int(observe.KeyAttempt, ev.Attempt), slog.Int(observe.KeyStatus, ev.StatusCode),
+		slog.Int64(observe.KeyWait, ev.Wait.Milliseconds()))
 	if conf.OnRetry != nil {
 		conf.OnRetry(ev)
 	}

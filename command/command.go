@@ -100,6 +100,7 @@ type rewrite func(c *Cmd) (name string, args []string, env map[string]string, di
 func init() {
 	conn.BindCmd = bind
 	conn.AttachCmd = attach
+	conn.CommandInfo = infoFromWire
 }
 
 // bind binds cmd to the sandbox c reaches, running it through as when

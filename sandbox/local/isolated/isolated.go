@@ -224,6 +224,16 @@ func FileSize(n int64) Option { return func(e *Executor) { e.fileSize = n } }
 // sandbox's network policy.
 func HostNetwork() Option { return func(e *Executor) { e.network = true } }
 
+// DefaultNetworkPolicy returns the network policy that commands of a
+// sandbox with none get, as the server reports it (local.NetworkReporter):
+// "deny-all" (their own loopback only), or "allow-all" with HostNetwork.
+func (e *Executor) DefaultNetworkPolicy() string {
+	if e.network {
+		return "allow-all"
+	}
+	return "deny-all"
+}
+
 // NoCgroups limits resources with rlimits only, even where control
 // groups are writable.
 func NoCgroups() Option { return func(e *Executor) { e.cgroups = false } }

@@ -138,7 +138,8 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 //     host's abstract unix sockets, where Landlock scopes them out (see
 //     ScopedSockets). deny-all and custom policies get loopback only:
 //     domain and subnet rules are not emulated. HostNetwork opens the
-//     network for every command;
+//     network for every command. A sandbox without a policy is reported
+//     as deny-all, or allow-all with HostNetwork (DefaultNetworkPolicy);
 //   - a user: uid 1000 (vercel-sandbox, home /home/vercel-sandbox) or, with
 //     sudo, uid 0 (root, home /root). uid 1000 is the host user running the
 //     server, so that the sandbox's tree stays writable by the commands and

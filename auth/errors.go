@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxerr"
 )
 
 // Sentinel errors, matched with errors.Is.
@@ -46,7 +47,7 @@ var (
 // comes before any request. Middleware, whose http.Handler has no error to
 // give but to the HTTP client, panics at the call instead, as
 // http.ServeMux.Handle does.
-type InputError = apierr.InputError
+type InputError = sandboxerr.InputError
 
 // MissingParamsError reports explicit credentials given only in part. Its
 // message is the one of the TypeScript SDK.

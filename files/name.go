@@ -22,7 +22,7 @@ import (
 // Paths use POSIX rules on every platform. cwd is only consulted when p is
 // relative. An empty p, a NUL byte, invalid UTF-8, a relative p with a cwd
 // that is not absolute, and a path that resolves to "/" itself are refused
-// with an *apierr.InputError (errors.Is(err, apierr.ErrInvalidInput)), and
+// with an *sandbox.InputError (errors.Is(err, sandbox.ErrInvalidInput)), and
 // so is a path that names a directory: one that ends in "/", "/." or "/..",
 // or is "." or "..".
 //

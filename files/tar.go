@@ -106,7 +106,7 @@ type plan struct {
 // cwd), a size of zero or more and
 // a valid mode (see Entry.WithMode); no two entries may have the same
 // archive name, and no entry may be a parent directory of another. Problems
-// are reported as an *apierr.InputError naming the field, e.g.
+// are reported as an *sandbox.InputError naming the field, e.g.
 // "entries[3].Path".
 func Validate(cwd string, entries []Entry, p WriteParams) error {
 	if _, err := newConfig(p); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxerr"
 )
 
 // DefaultBaseURL is the API the client talks to by default.
@@ -20,32 +21,33 @@ const DefaultBaseURL = "https://vercel.com/api"
 // Version is the version of this library, sent in the user agent.
 const Version = httpcore.Version
 
-// Errors returned by the API calls, for errors.As.
+// Errors returned by the API calls, for errors.As. They are the types of
+// package sandboxerr, which documents their fields and methods.
 type (
 	// APIError is a non-2xx answer of the API.
-	APIError = apierr.Error
+	APIError = sandboxerr.APIError
 	// OutcomeUnknownError reports a call that is not safe to repeat and
 	// failed in a way that leaves open whether it took effect.
-	OutcomeUnknownError = apierr.OutcomeUnknownError
+	OutcomeUnknownError = sandboxerr.OutcomeUnknownError
 	// StreamError is an NDJSON stream that failed after its 200 answer.
-	StreamError = apierr.StreamError
+	StreamError = sandboxerr.StreamError
 	// InputError is invalid input refused before any request.
-	InputError = apierr.InputError
+	InputError = sandboxerr.InputError
 	// OutputLostError reports output that cannot be delivered whole: the
 	// logs of a finished command kept answering 404, or a replay of them
 	// did not match what was delivered (Stream and Offset say where).
-	OutputLostError = apierr.OutputLostError
+	OutputLostError = sandboxerr.OutputLostError
 	// DecodeError is a 2xx answer whose body could not be decoded.
-	DecodeError = apierr.DecodeError
+	DecodeError = sandboxerr.DecodeError
 	// ResponseTooLargeError is an answer longer than the limit set with
 	// WithMaxResponseSize; it was not read further.
-	ResponseTooLargeError = apierr.ResponseTooLargeError
+	ResponseTooLargeError = sandboxerr.ResponseTooLargeError
 	// RepeatedCursorError is a listing whose server sent a cursor it had
 	// sent before; the listing stopped instead of looping.
-	RepeatedCursorError = apierr.RepeatedCursorError
+	RepeatedCursorError = sandboxerr.RepeatedCursorError
 	// InsecureURLError is a URL that would carry credentials in clear
 	// text, refused by NewClient.
-	InsecureURLError = apierr.InsecureURLError
+	InsecureURLError = sandboxerr.InsecureURLError
 )
 
 // Sentinel errors for errors.Is.
@@ -83,7 +85,7 @@ var (
 
 // RateLimit is the rate-limit window an answer reported; see
 // APIError.RateLimit.
-type RateLimit = apierr.RateLimit
+type RateLimit = sandboxerr.RateLimit
 
 // RetryPolicy configures retries of failed requests; see WithRetryPolicy.
 type RetryPolicy struct {

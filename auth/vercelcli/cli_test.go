@@ -96,7 +96,7 @@ func TestConfigDirs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-			got := ConfigDirs(lookup, tt.goos, tt.home)
+			got := ConfigDirs(ConfigDirsParams{LookupEnv: lookup, GOOS: tt.goos, Home: tt.home})
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("ConfigDirs (-want +got):\n%s", diff)
 			}

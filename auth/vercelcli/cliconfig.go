@@ -13,12 +13,22 @@ import (
 	"github.com/sbx-go/vercel-sandbox/auth/internal/host"
 )
 
+// ConfigDirsParams describes the machine ConfigDirs answers for.
+type ConfigDirsParams struct {
+	// LookupEnv reads XDG_DATA_HOME, XDG_DATA_DIRS, APPDATA and
+	// VERCEL_AUTH_CONFIG_DIR (which, when set, is the only entry); nil
+	// reads nothing.
+	LookupEnv func(key string) (string, bool)
+	// GOOS is the operating system, as runtime.GOOS names it.
+	GOOS string
+	// Home is the user's home directory; empty, no directory under it is
+	// listed.
+	Home string
+}
+
 // ConfigDirs lists, best first, the directories where the Vercel CLI may
-// keep auth.json and config.json on the operating system goos, for a user
-// whose home directory is home. The CLI uses the first one that exists, or
-// else the first one. lookupEnv reads XDG_DATA_HOME, XDG_DATA_DIRS, APPDATA
-// and VERCEL_AUTH_CONFIG_DIR (which, when set, is the only entry); nil reads
-// nothing.
+// keep auth.json and config.json on the machine p describes. The CLI uses
+// the first one that exists, or else the first one.
 //
 // The order is: <data>/com.vercel.cli, where <data> is XDG_DATA_HOME, else
 // ~/Library/Application Support on darwin, %APPDATA%\com.vercel.cli\Data on
@@ -27,7 +37,8 @@ import (
 // ~/.now; then the same data directories with the legacy name "now".
 //
 // ConfigDirs does no I/O.
-func ConfigDirs(lookupEnv func(string) (string, bool), goos, home string) []string {
+func ConfigDirs(p ConfigDirsParams) []string {
+	lookupEnv, goos, home := p.LookupEnv, p.GOOS, p.Home
 	get := func(k string) string {
 		if lookupEnv == nil {
 			return ""
@@ -119,7 +130,7 @@ func userDataDir(sys host.System) string {
 
 // cliConfigDir returns the first existing entry of ConfigDirs, or the first.
 func cliConfigDir(sys host.System) string {
-	dirs := ConfigDirs(sys.Lookup, sys.OS(), sys.Home())
+	dirs := ConfigDirs(ConfigDirsParams{LookupEnv: sys.Lookup, GOOS: sys.OS(), Home: sys.Home()})
 	for _, d := range dirs {
 		if fi, err := sys.Files().Stat(d); err == nil && fi.IsDir() {
 			return d

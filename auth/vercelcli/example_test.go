@@ -10,7 +10,7 @@ import (
 func ExampleConfigDirs() {
 	env := map[string]string{"XDG_DATA_HOME": "/data"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	for _, dir := range vercelcli.ConfigDirs(lookup, "linux", "/home/ada") {
+	for _, dir := range vercelcli.ConfigDirs(vercelcli.ConfigDirsParams{LookupEnv: lookup, GOOS: "linux", Home: "/home/ada"}) {
 		fmt.Println(dir)
 	}
 	// Output:

@@ -14,20 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// internalAliases are the exported aliases of internal types that remain:
-// the error types, made by the internal packages below every public one
-// (and by auth and files), so that no public package can define them
-// without an import cycle. Each is documented at its alias. The list only
-// shrinks.
-var internalAliases = map[string]bool{
-	"sandbox.APIError": true, "sandbox.DecodeError": true, "sandbox.InputError": true,
-	"sandbox.InsecureURLError": true, "sandbox.OutcomeUnknownError": true,
-	"sandbox.OutputLostError": true, "sandbox.RateLimit": true,
-	"sandbox.RepeatedCursorError": true, "sandbox.ResponseTooLargeError": true,
-	"sandbox.StreamError": true,
-	// The same type as sandbox.InputError, for programs that use auth alone.
-	"auth.InputError": true,
-}
+// internalAliases are the exported aliases of internal types that remain.
+// The list only shrinks; it is empty.
+var internalAliases = map[string]bool{}
 
 // Every exported name of the client packages can be used by a program
 // outside the module: no exported function, method or field names an

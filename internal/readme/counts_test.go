@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite README.md's count of exported n
 
 // clientPackages are the packages a program that talks to Vercel Sandbox
 // imports, relative to the module's root.
-var clientPackages = []string{"sandbox", "command", "files", "auth", "auth/vercelcli"}
+var clientPackages = []string{"sandbox", "sandbox/sandboxerr", "command", "files", "auth", "auth/vercelcli"}
 
 // countsPrefix starts the one line of README.md that gives the counts.
 const countsPrefix = "The client packages export "

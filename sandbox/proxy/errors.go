@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
+	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxerr"
 )
 
 // ErrInvalidInput matches an *InputError. It is sandbox.ErrInvalidInput.
@@ -13,7 +14,7 @@ var ErrInvalidInput = apierr.ErrInvalidInput
 // served: an option given a bad value (Field names the option), a nil
 // request, or a Verifier not made by NewVerifier. It is
 // sandbox.InputError.
-type InputError = apierr.InputError
+type InputError = sandboxerr.InputError
 
 // The errors that Verify returns and the invalid-request handler receives,
 // each wrapped with a short reason. Match them with errors.Is. None of them

@@ -105,6 +105,7 @@ func init() {
 	conn.BindCmd = bind
 	conn.AttachCmd = attach
 	observe.PropagateCmd = func(c *Cmd) { c.propagate = true }
+	conn.CommandInfo = infoFromWire
 }
 
 // bind binds cmd to the sandbox c reaches, running it through as when

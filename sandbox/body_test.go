@@ -83,6 +83,7 @@ func TestUpdateRequestJSON(t *testing.T) {
 	}{
 		{"empty", UpdateParams{}, `{}`},
 		{"clear retention", UpdateParams{ClearKeepLastSnapshots: true}, `{"keepLastSnapshots":null}`},
+		{"out of the private network", UpdateParams{ClearNetworkID: true}, `{"networkId":null}`},
 		{"empty lists are sent", UpdateParams{Ports: []int{}, Tags: map[string]string{}, FailoverRegions: []string{}, Mounts: map[string]Mount{}}, `{"failoverRegions":[],"mounts":{},"ports":[],"tags":{}}`},
 		{"all", UpdateParams{Persistent: &yes, VCPUs: 4, Timeout: time.Hour, NetworkPolicy: richPolicy(), Tags: map[string]string{"a": "b"},
 			Ports: []int{80}, SnapshotExpiration: &exp, KeepLastSnapshots: &KeepLastSnapshots{Count: 1, Expiration: &exp},
@@ -94,4 +95,17 @@ func TestUpdateRequestJSON(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.want, string(got), c.name)
 	}
+}
+
+// Drive mounts travel as the SDK sends them; the local server refuses
+// them, so only the body proves the create's side.
+func TestCreateRequestMountsJSON(t *testing.T) {
+	t.Parallel()
+	d := Drive{Name: "cache"}
+	p := CreateParams{Name: "m", Mounts: map[string]Mount{"/mnt/cache": d.Mount(), "/mnt/ro": d.SnapshotMount()}}
+	w, err := p.toWire("prj_1")
+	require.NoError(t, err)
+	got, err := json.Marshal(w.Mounts)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"/mnt/cache":{"drive":"cache","mode":"read-write"},"/mnt/ro":{"drive":"cache","mode":"snapshot"}}`, string(got))
 }

@@ -59,7 +59,7 @@ func ExampleClient_Create() {
 		fmt.Println("port", r.Port, "exposed")
 	}
 	// Output:
-	// demo running /vercel/sandbox
+	// demo running /vercel
 	// port 3000 exposed
 }
 

@@ -2,16 +2,21 @@ package sandbox
 
 import (
 	"context"
+	"iter"
+	"net/url"
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
+	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
+	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
 // The bridge to package command's unexported constructors, which command
 // sets in its init (see conn.BindCmd).
 var (
-	bindCmd   = conn.BindCmd.(func(*command.Cmd, *conn.Conn, func(*command.Cmd) (string, []string, map[string]string, string)) *command.Cmd)
-	attachCmd = conn.AttachCmd.(func(*conn.Conn, command.Ref) (*command.Handle, error))
+	bindCmd     = conn.BindCmd.(func(*command.Cmd, *conn.Conn, func(*command.Cmd) (string, []string, map[string]string, string)) *command.Cmd)
+	attachCmd   = conn.AttachCmd.(func(*conn.Conn, command.Ref) (*command.Handle, error))
+	commandInfo = conn.CommandInfo.(func(*wire.Command) command.Info)
 )
 
 // Command returns a command that runs name with args in the sandbox, as
@@ -42,4 +47,40 @@ func (s *Sandbox) Attach(commandID string) (*command.Handle, error) {
 // started by another process and stored as text (see command.ParseRef).
 func (c *Client) Attach(ref command.Ref) (*command.Handle, error) {
 	return attachCmd(&conn.Conn{Core: c.core, SandboxName: ref.SandboxName, Reattach: c.reattach}, ref)
+}
+
+// ListSessionCommands iterates over the commands of a session, by id, in
+// the order they started; a running command has a nil ExitCode. Attach
+// (with a command.Ref) follows one. Hosted Vercel answers ErrGone once the
+// session has stopped: list a session's commands while it runs.
+func (c *Client) ListSessionCommands(ctx context.Context, sessionID string) iter.Seq2[command.Info, error] {
+	return func(yield func(command.Info, error) bool) {
+		if err := validateID("sessionID", sessionID); err != nil {
+			yield(command.Info{}, err)
+			return
+		}
+		call := &httpcore.Call{Method: "GET", Path: sessionPath(sessionID) + "/cmd", Query: url.Values{},
+			Op: "list commands", SessionID: sessionID}
+		for w, err := range pages(ctx, c, call, func(r *wire.ListCommandsResponse) ([]wire.Command, *string) {
+			if r.Pagination == nil {
+				return r.Commands, nil
+			}
+			return r.Commands, r.Pagination.Next
+		}) {
+			if err != nil {
+				yield(command.Info{}, err)
+				return
+			}
+			if !yield(commandInfo(&w), nil) {
+				return
+			}
+		}
+	}
+}
+
+// Commands iterates over the commands of the sandbox's current session,
+// as ListSessionCommands does. It does not resume a stopped session,
+// whose commands a new session would not have.
+func (s *Sandbox) Commands(ctx context.Context) iter.Seq2[command.Info, error] {
+	return s.c.ListSessionCommands(ctx, s.SessionID())
 }

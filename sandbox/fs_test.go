@@ -51,14 +51,14 @@ func TestWriteFilesRoundTrip(t *testing.T) {
 	require.NoError(t, sb.FS().WriteFiles(t.Context(), entries, files.WriteParams{}))
 
 	want := map[string]string{
-		"bytes.txt":                  "from bytes",
-		"/vercel/sandbox/string.txt": "from a string",
-		"nested/dir/reader.txt":      "from a reader",
-		"project/main.go":            "package main\n",
-		"project/tool.py":            "print(1)\n",
-		"project/ignored/x":          "x",
-		"/opt/app/bin/run.sh":        "#!/bin/sh\necho run\n",
-		"/opt/app/README":            "local readme",
+		"bytes.txt":             "from bytes",
+		"/vercel/string.txt":    "from a string",
+		"nested/dir/reader.txt": "from a reader",
+		"project/main.go":       "package main\n",
+		"project/tool.py":       "print(1)\n",
+		"project/ignored/x":     "x",
+		"/opt/app/bin/run.sh":   "#!/bin/sh\necho run\n",
+		"/opt/app/README":       "local readme",
 	}
 	for p, content := range want {
 		got, err := sb.FS().ReadFile(t.Context(), p)
@@ -67,11 +67,11 @@ func TestWriteFilesRoundTrip(t *testing.T) {
 	}
 
 	modes := map[string]fs.FileMode{
-		"/vercel/sandbox/bytes.txt":       0o644,
-		"/vercel/sandbox/project/tool.py": 0o755,
-		"/vercel/sandbox/project/main.go": 0o644,
-		"/opt/app/bin/run.sh":             0o755,
-		"/opt/app/README":                 0o600,
+		"/vercel/bytes.txt":       0o644,
+		"/vercel/project/tool.py": 0o755,
+		"/vercel/project/main.go": 0o644,
+		"/opt/app/bin/run.sh":     0o755,
+		"/opt/app/README":         0o600,
 	}
 	for p, mode := range modes {
 		host, err := e.srv.HostPath("files", p)
@@ -117,11 +117,11 @@ func TestWriteFilesPathRules(t *testing.T) {
 		files.FromBytes("//srv//data/./x.txt", []byte("cleaned")),
 	}, files.WriteParams{}))
 	for sandboxPath, content := range map[string]string{
-		"/vercel/sandbox/rel.txt": "rel",
-		"/etc/app.conf":           "abs",
-		"/vercel/sandbox/b.txt":   "dotdot inside",
-		"/vercel/up.txt":          "one up",
-		"/srv/data/x.txt":         "cleaned",
+		"/vercel/rel.txt": "rel",
+		"/etc/app.conf":   "abs",
+		"/vercel/b.txt":   "dotdot inside",
+		"/up.txt":         "one up",
+		"/srv/data/x.txt": "cleaned",
 	} {
 		host, err := e.srv.HostPath("paths", sandboxPath)
 		require.NoError(t, err)
@@ -137,7 +137,7 @@ func TestWriteFilesPathRules(t *testing.T) {
 	for _, bad := range [][]files.Entry{
 		{files.FromBytes("/", []byte("root"))},
 		{files.FromBytes("", []byte("empty"))},
-		{files.FromBytes("dup.txt", []byte("1")), files.FromBytes("/vercel/sandbox/dup.txt", []byte("2"))},
+		{files.FromBytes("dup.txt", []byte("1")), files.FromBytes("/vercel/dup.txt", []byte("2"))},
 	} {
 		assert.ErrorIs(t, sb.FS().WriteFiles(t.Context(), bad, files.WriteParams{}), sandbox.ErrInvalidInput)
 	}

@@ -13,8 +13,9 @@ import (
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
-// On hosted Vercel a sandbox created from an image works in /vercel, with
-// HOME there too; the client takes the session's word for it.
+// On hosted Vercel a sandbox created from an image, or with neither image
+// nor runtime, works in /vercel, with HOME there too; the client takes the
+// session's word for it.
 func TestImageSandboxWorksInVercel(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
@@ -51,6 +52,10 @@ func TestImageSandboxWorksInVercel(t *testing.T) {
 			runtime, err := e.c.Create(t.Context(), sandbox.CreateParams{Runtime: "node22"})
 			require.NoError(t, err)
 			assert.Equal(t, "/vercel/sandbox", runtime.Cwd(), "a runtime sandbox keeps /vercel/sandbox")
+
+			plain, err := e.c.Create(t.Context(), sandbox.CreateParams{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.cwd, plain.Cwd(), "a sandbox with neither image nor runtime works where an image one does")
 		})
 	}
 }

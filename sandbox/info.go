@@ -41,6 +41,7 @@ type Info struct {
 	VCPUs            int // zero when not reported
 	MemoryMB         int // zero when not reported
 	Runtime          string
+	Architecture     string // CPU architecture, such as "amd64", when reported
 	Image            string
 	Timeout          time.Duration // default session timeout
 	NetworkPolicy    *NetworkPolicyStatus
@@ -86,6 +87,7 @@ type Session struct {
 	UpdatedAt        time.Time
 	Cwd              string // default working directory, absolute
 	Runtime          string
+	Architecture     string // CPU architecture, such as "amd64", when reported
 	StartedAt        time.Time
 	RequestedStopAt  time.Time
 	StoppedAt        time.Time
@@ -93,8 +95,11 @@ type Session struct {
 	SnapshottedAt    time.Time
 	Duration         time.Duration // wall-clock time, after stop
 	SourceSnapshotID string
-	InteractivePort  int
-	NetworkPolicy    *NetworkPolicyStatus
+	// SourceSandboxName is the name of the sandbox the session belongs to,
+	// when reported.
+	SourceSandboxName string
+	InteractivePort   int
+	NetworkPolicy     *NetworkPolicyStatus
 	// ActiveCPU and NetworkTransfer are reported after a successful stop.
 	ActiveCPU       time.Duration
 	NetworkTransfer *NetworkTransfer
@@ -136,6 +141,7 @@ const (
 type Snapshot struct {
 	ID              string
 	SourceSessionID string
+	Architecture    string // CPU architecture, such as "amd64", when reported
 	Region          string
 	Status          SnapshotStatus
 	SizeBytes       int64
@@ -223,7 +229,7 @@ func infoFromWire(w *wire.Sandbox) Info {
 		Name: w.Name, Persistent: w.Persistent, CurrentSessionID: w.CurrentSessionID,
 		Status: Status(w.Status), CreatedAt: wire.Time(w.CreatedAt), UpdatedAt: wire.Time(w.UpdatedAt),
 		StatusUpdatedAt: msTimeP(w.StatusUpdatedAt), Region: w.Region, FailoverRegions: w.FailoverRegions,
-		VCPUs: intP(w.VCPUs), MemoryMB: intP(w.Memory), Runtime: w.Runtime, Image: w.Image,
+		VCPUs: intP(w.VCPUs), MemoryMB: intP(w.Memory), Runtime: w.Runtime, Architecture: w.Architecture, Image: w.Image,
 		Timeout: msDurP(w.Timeout), NetworkPolicy: policyFromWire(w.NetworkPolicy),
 		TotalEgressBytes: i64P(w.TotalEgressBytes), TotalIngressBytes: i64P(w.TotalIngressBytes),
 		TotalActiveCPU: msDurP(w.TotalActiveCPUDurationMs), TotalDuration: msDurP(w.TotalDurationMs),
@@ -259,10 +265,11 @@ func sessionFromWire(w *wire.Session) Session {
 	s := Session{
 		ID: w.ID, MemoryMB: w.Memory, VCPUs: w.VCPUs, Region: w.Region, Timeout: wire.Duration(w.Timeout),
 		Status: Status(w.Status), RequestedAt: wire.Time(w.RequestedAt), CreatedAt: wire.Time(w.CreatedAt),
-		UpdatedAt: wire.Time(w.UpdatedAt), Cwd: w.Cwd, Runtime: w.Runtime, StartedAt: msTimeP(w.StartedAt),
+		UpdatedAt: wire.Time(w.UpdatedAt), Cwd: w.Cwd, Runtime: w.Runtime, Architecture: w.Architecture,
+		StartedAt:       msTimeP(w.StartedAt),
 		RequestedStopAt: msTimeP(w.RequestedStopAt), StoppedAt: msTimeP(w.StoppedAt),
 		AbortedAt: msTimeP(w.AbortedAt), SnapshottedAt: msTimeP(w.SnapshottedAt),
-		Duration: msDurP(w.Duration), SourceSnapshotID: w.SourceSnapshotID,
+		Duration: msDurP(w.Duration), SourceSnapshotID: w.SourceSnapshotID, SourceSandboxName: w.SourceSandboxName,
 		InteractivePort: intP(w.InteractivePort), NetworkPolicy: policyFromWire(w.NetworkPolicy),
 		ActiveCPU: msDurP(w.ActiveCPUDurationMs),
 	}
@@ -282,7 +289,7 @@ func routesFromWire(ws []wire.Route) []Route {
 
 func snapshotFromWire(w *wire.Snapshot) Snapshot {
 	return Snapshot{
-		ID: w.ID, SourceSessionID: w.SourceSessionID, Region: w.Region, Status: SnapshotStatus(w.Status),
+		ID: w.ID, SourceSessionID: w.SourceSessionID, Architecture: w.Architecture, Region: w.Region, Status: SnapshotStatus(w.Status),
 		SizeBytes: w.SizeBytes, CreatedAt: wire.Time(w.CreatedAt), UpdatedAt: wire.Time(w.UpdatedAt),
 		Regions: w.Regions, ExpiresAt: msTimeP(w.ExpiresAt), LastUsedAt: msTimeP(w.LastUsedAt),
 		CreationMethod: w.CreationMethod, ParentID: w.ParentID,

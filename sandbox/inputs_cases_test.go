@@ -44,7 +44,7 @@ var noInput = map[string]string{
 	"sandbox.Status.Terminal": getter, "sandbox.AllowAll": noArgs, "sandbox.DenyAll": noArgs,
 	"sandbox.Sandbox.Refresh": noArgs, "sandbox.Sandbox.Resume": noArgs,
 	"sandbox.Sandbox.Stop": noArgs, "sandbox.Sandbox.WaitStopped": noArgs, "sandbox.Sandbox.OpenInteractive": noArgs,
-	"sandbox.Sandbox.Sessions": noArgs, "sandbox.Sandbox.Delete": optsOnly,
+	"sandbox.Sandbox.Sessions": noArgs, "sandbox.Sandbox.Commands": noArgs, "sandbox.Sandbox.Delete": optsOnly,
 	"sandbox.Sandbox.FS": getter, "sandbox.User.FS": getter,
 	"sandbox.RoundTripFunc.RoundTrip": "calls the function with the request as given, as http.RoundTripper does",
 	"sandbox.WithAutoResume":          free, "sandbox.WithOnResume": "a nil function reports nothing",

@@ -148,6 +148,12 @@ func sandboxCases() []inputCase {
 			return ignore3(f.c.Update(f.ctx, "", sandbox.UpdateParams{}))
 		}},
 		{entry: "sandbox.Client.GetSession", field: "sessionID", call: func(f *inputFixture) error { return ignore3(f.c.GetSession(f.ctx, "")) }},
+		{entry: "sandbox.Client.ListSessionCommands", field: "sessionID", call: func(f *inputFixture) error {
+			return errOf(f.c.ListSessionCommands(f.ctx, "a/b"))
+		}},
+		{entry: "sandbox.Client.Update", field: "NetworkID", call: func(f *inputFixture) error {
+			return ignore3(f.c.Update(f.ctx, f.sb.Name(), sandbox.UpdateParams{NetworkID: "net_1", ClearNetworkID: true}))
+		}},
 		{entry: "sandbox.Client.StopSession", field: "sessionID", call: func(f *inputFixture) error { return ignore(f.c.StopSession(f.ctx, "a/b")) }},
 		{entry: "sandbox.Client.ExtendSessionTimeout", field: "sessionID", call: func(f *inputFixture) error {
 			return ignore(f.c.ExtendSessionTimeout(f.ctx, "", time.Minute))

@@ -30,7 +30,7 @@ func TestCreateV3WithoutRuntime(t *testing.T) {
 	assert.Equal(t, "demo", sb.Name())
 	assert.Equal(t, sandbox.StatusRunning, sb.Session().Status)
 	assert.NotEmpty(t, sb.SessionID())
-	assert.Equal(t, "/vercel/sandbox", sb.Cwd())
+	assert.Equal(t, "/vercel", sb.Cwd(), "hosted Vercel's default image works in /vercel")
 
 	reqs := requests(e.srv, http.MethodPost, "/sandboxes")
 	require.Len(t, reqs, 1)

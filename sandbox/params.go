@@ -374,7 +374,11 @@ type UpdateParams struct {
 	Region                 string
 	// FailoverRegions replaces the list when non-nil; empty clears it.
 	FailoverRegions []string
-	NetworkID       string
+	// NetworkID moves the sandbox into that private network.
+	NetworkID string
+	// ClearNetworkID takes the sandbox out of its private network (sent
+	// as null).
+	ClearNetworkID bool
 	// Mounts replaces all mounts when non-nil; empty removes them.
 	Mounts map[string]Mount
 }
@@ -384,6 +388,9 @@ func (p *UpdateParams) Validate() error {
 	if p.ClearKeepLastSnapshots && p.KeepLastSnapshots != nil {
 		return apierr.Invalid("KeepLastSnapshots", "cannot set and clear at once")
 	}
+	if p.ClearNetworkID && p.NetworkID != "" {
+		return apierr.Invalid("NetworkID", "cannot set and clear at once")
+	}
 	return validateCommon(p.VCPUs, p.Timeout, p.Ports, p.Tags, nil, p.NetworkPolicy, p.Region,
 		p.FailoverRegions, p.SnapshotExpiration, p.KeepLastSnapshots, p.Mounts)
 }
@@ -391,7 +398,11 @@ func (p *UpdateParams) Validate() error {
 func (p *UpdateParams) toWire() *wire.UpdateRequest {
 	w := &wire.UpdateRequest{Persistent: p.Persistent, NetworkPolicy: p.NetworkPolicy.toWire(), Tags: p.Tags,
 		Ports: p.Ports, CurrentSnapshotID: p.CurrentSnapshotID, Region: p.Region,
-		FailoverRegions: p.FailoverRegions, NetworkID: p.NetworkID, Mounts: mountsToWire(p.Mounts)}
+		FailoverRegions: p.FailoverRegions, Mounts: mountsToWire(p.Mounts)}
+	if p.NetworkID != "" {
+		w.NetworkID.Value = &p.NetworkID
+	}
+	w.NetworkID.Null = p.ClearNetworkID
 	if p.VCPUs > 0 {
 		w.Resources = &wire.Resources{VCPUs: p.VCPUs, Memory: ptr(p.VCPUs * 2048)}
 	}

@@ -71,7 +71,7 @@ func TestGateRedactsSplitSecret(t *testing.T) {
 	var live, userOut bytes.Buffer
 	r, err := guard.NewGate(f.sb, basePolicy(), guard.WithOutput(&live))
 	require.NoError(t, err)
-	assert.Equal(t, "/vercel/sandbox", r.Workspace())
+	assert.Equal(t, f.sb.Cwd(), r.Workspace(), "the sandbox's working directory")
 
 	res, err := r.Run(t.Context(), &command.Cmd{Name: "go", Args: []string{"test", "-run=" + secret, "./..."}, Stdout: &userOut})
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestGateRedactsSplitSecret(t *testing.T) {
 	calls := f.script.Calls()
 	require.Len(t, calls, 1)
 	assert.Equal(t, []string{"test", "-run=" + secret, "./..."}, calls[0].Args)
-	assert.Equal(t, "/vercel/sandbox", calls[0].Cwd)
+	assert.Equal(t, f.sb.Cwd(), calls[0].Cwd)
 
 	tr := r.Transcript()
 	require.Len(t, tr.Entries, 1)
@@ -348,9 +348,10 @@ func failingExecutor(t *testing.T, err error) *sandbox.Sandbox {
 func TestGateOtherErrorsAreRedacted(t *testing.T) {
 	t.Parallel()
 	cause := fmt.Errorf("dial tcp: token %s refused: %w", secret, context.DeadlineExceeded)
-	r, err := guard.NewGate(failingExecutor(t, cause), basePolicy())
+	sb := failingExecutor(t, cause)
+	r, err := guard.NewGate(sb, basePolicy())
 	require.NoError(t, err)
-	assert.Equal(t, guard.DefaultWorkspace, r.Workspace())
+	assert.Equal(t, sb.Cwd(), r.Workspace())
 	_, err = r.Run(t.Context(), &command.Cmd{Name: "go", Args: []string{"vet"}})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), secret)

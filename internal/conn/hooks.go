@@ -20,4 +20,8 @@ var (
 	//
 	//	func(c *Conn, ref command.Ref) (*command.Handle, error)
 	AttachCmd any
+	// CommandInfo converts a command as the API reports it. Its type is
+	//
+	//	func(w *wire.Command) command.Info
+	CommandInfo any
 )

@@ -23,6 +23,7 @@ type Sandbox struct {
 	VCPUs                    *int               `json:"vcpus,omitempty"`
 	Memory                   *int               `json:"memory,omitempty"`
 	Runtime                  string             `json:"runtime,omitempty"`
+	Architecture             string             `json:"architecture,omitempty"`
 	Image                    string             `json:"image,omitempty"`
 	Timeout                  *int64             `json:"timeout,omitempty"`
 	NetworkPolicy            *NetworkPolicyResp `json:"networkPolicy,omitempty"`
@@ -66,6 +67,7 @@ type Session struct {
 	UpdatedAt           int64              `json:"updatedAt"`
 	Cwd                 string             `json:"cwd"`
 	Runtime             string             `json:"runtime,omitempty"`
+	Architecture        string             `json:"architecture,omitempty"`
 	StartedAt           *int64             `json:"startedAt,omitempty"`
 	RequestedStopAt     *int64             `json:"requestedStopAt,omitempty"`
 	StoppedAt           *int64             `json:"stoppedAt,omitempty"`
@@ -111,6 +113,7 @@ type Command struct {
 type Snapshot struct {
 	ID              string   `json:"id"`
 	SourceSessionID string   `json:"sourceSessionId"`
+	Architecture    string   `json:"architecture,omitempty"`
 	Region          string   `json:"region"`
 	Status          string   `json:"status"`
 	SizeBytes       int64    `json:"sizeBytes"`
@@ -222,7 +225,7 @@ type UpdateRequest struct {
 	FailoverRegions    []string                    `json:"failoverRegions,omitzero"`
 	KeepLastSnapshots  Nullable[KeepLastSnapshots] `json:"keepLastSnapshots,omitzero"`
 	Mounts             map[string]Mount            `json:"mounts,omitzero"`
-	NetworkID          string                      `json:"networkId,omitempty"`
+	NetworkID          Nullable[string]            `json:"networkId,omitzero"`
 	NetworkPolicy      *NetworkPolicy              `json:"networkPolicy,omitempty"`
 	Persistent         *bool                       `json:"persistent,omitempty"`
 	Ports              []int                       `json:"ports,omitzero"`
@@ -300,6 +303,14 @@ type ListSessionsResponse struct {
 type ListSnapshotsResponse struct {
 	Snapshots  []Snapshot `json:"snapshots"`
 	Pagination Pagination `json:"pagination"`
+}
+
+// ListCommandsResponse lists the commands of a session (GET …/cmd). The
+// answer has no pagination as far as is known; a Pagination, if one comes,
+// is followed.
+type ListCommandsResponse struct {
+	Commands   []Command   `json:"commands"`
+	Pagination *Pagination `json:"pagination,omitempty"`
 }
 
 // CommandRequest is the body of POST …/cmd.

@@ -1,9 +1,11 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -374,6 +376,31 @@ func (s *Server) lookupCommand(sid, cid string) (*commandRec, *apiError) {
 		return nil, notFound("Command %s was not found.", cid)
 	}
 	return c, nil
+}
+
+// handleListCommands serves GET …/sessions/{sid}/cmd: every command of
+// the session, in the order they started, as {"commands": […]} without
+// pagination, the answer the official Python SDK reads (its
+// query_processes). Like a command of a stopped session, the list answers
+// 410 once the session has stopped, unless WithFriendly.
+func (s *Server) handleListCommands(w http.ResponseWriter, r *http.Request) *apiError {
+	sess, aerr := s.lookupSession(r.PathValue("sid"), false)
+	if aerr != nil {
+		return aerr
+	}
+	s.mu.Lock()
+	if s.hosted() && sess.status == statusStopped {
+		s.mu.Unlock()
+		return statusError(statusStopped)
+	}
+	cmds := slices.SortedFunc(maps.Values(sess.commands), func(a, b *commandRec) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([]wire.Command, len(cmds))
+	for i, c := range cmds {
+		out[i] = commandWire(c)
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, wire.ListCommandsResponse{Commands: out})
+	return nil
 }
 
 // handleGetCommand serves GET …/cmd/{cid}[?wait=true]. With wait, hosted

@@ -26,7 +26,7 @@ type sandboxSpec struct {
 	vcpus              int
 	runtime            string
 	image              string
-	fromImage          bool // the caller chose the image: cwd and HOME are /vercel
+	homeCwd            bool // no legacy runtime: cwd and HOME are /vercel
 	timeout            int64
 	policy             *wire.NetworkPolicyResp
 	policySet          bool
@@ -37,7 +37,6 @@ type sandboxSpec struct {
 	snapshotExpiration *int64
 	keepLast           *wire.KeepLastSnapshots
 	networkID          string
-	mounts             map[string]wire.Mount
 }
 
 func validateName(name string) *apiError {
@@ -176,10 +175,10 @@ func (s *Server) applyCreate(spec *sandboxSpec, req *wire.CreateRequest) *apiErr
 		return badRequest("runtime and image cannot be used together.")
 	}
 	if req.Runtime != "" {
-		spec.runtime, spec.image, spec.fromImage = req.Runtime, "", false
+		spec.runtime, spec.image, spec.homeCwd = req.Runtime, "", false
 	}
 	if req.Image != "" {
-		spec.image, spec.runtime, spec.fromImage = req.Image, "", true
+		spec.image, spec.runtime, spec.homeCwd = req.Image, "", true
 	}
 	if req.Persistent != nil {
 		spec.persistent = *req.Persistent
@@ -228,8 +227,8 @@ func (s *Server) applyCreate(spec *sandboxSpec, req *wire.CreateRequest) *apiErr
 	if req.NetworkID != "" {
 		spec.networkID = req.NetworkID
 	}
-	if req.Mounts != nil {
-		spec.mounts = maps.Clone(req.Mounts)
+	if aerr := refuseMounts(req.Mounts); aerr != nil {
+		return aerr
 	}
 	return nil
 }
@@ -245,13 +244,17 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) *apiError 
 	if aerr := s.checkProject(req.ProjectID); aerr != nil {
 		return aerr
 	}
+	// Hosted Vercel boots a create that names no legacy runtime (an image,
+	// or nothing) in /vercel: recorded creates with neither answer cwd
+	// "/vercel" (arugula-salad/wisp, e2e/providers/vercel/golden).
 	spec := sandboxSpec{
 		projectID:  req.ProjectID,
 		persistent: true,
 		region:     defaultRegion,
 		vcpus:      defaultVCPUs,
 		timeout:    defaultTimeoutMs,
-		policy:     &wire.NetworkPolicyResp{Mode: "allow-all"},
+		policy:     s.defaultPolicy(),
+		homeCwd:    true,
 	}
 	if aerr := s.applyCreate(&spec, req); aerr != nil {
 		return aerr
@@ -344,7 +347,7 @@ func (s *Server) createSandbox(spec sandboxSpec, fromSnap string) (sandboxReply,
 		vcpus:              spec.vcpus,
 		runtime:            spec.runtime,
 		image:              spec.image,
-		fromImage:          spec.fromImage,
+		homeCwd:            spec.homeCwd,
 		timeout:            spec.timeout,
 		policy:             spec.policy,
 		policySet:          spec.policySet,
@@ -355,7 +358,12 @@ func (s *Server) createSandbox(spec sandboxSpec, fromSnap string) (sandboxReply,
 		snapshotExpiration: spec.snapshotExpiration,
 		keepLast:           spec.keepLast,
 		networkID:          spec.networkID,
-		mounts:             spec.mounts,
+	}
+	if snap != nil {
+		// Hosted Vercel reports the snapshot a sandbox was made from as its
+		// currentSnapshotId (recorded), which keeps the snapshot from
+		// deleteOrphanSnapshots of its source sandbox.
+		sb.currentSnapshotID, sb.syncedSnapshot = snap.id, snap.id
 	}
 	if err := s.makeCwd(sb); err != nil {
 		_ = os.RemoveAll(dir)
@@ -404,7 +412,7 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) *apiError {
 		vcpus:              src.vcpus,
 		runtime:            src.runtime,
 		image:              src.image,
-		fromImage:          src.fromImage,
+		homeCwd:            src.homeCwd,
 		timeout:            src.timeout,
 		policy:             src.policy,
 		policySet:          src.policySet,
@@ -414,7 +422,6 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) *apiError {
 		snapshotExpiration: src.snapshotExpiration,
 		keepLast:           src.keepLast,
 		networkID:          src.networkID,
-		mounts:             src.mounts,
 	}
 	fromSnap := src.currentSnapshotID
 	s.mu.Unlock()

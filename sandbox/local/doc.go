@@ -52,8 +52,10 @@
 //
 // # Filesystem
 //
-// By default paths are virtual: sessions work in /vercel/sandbox (/vercel when created from an image) and a
-// sandbox path P is stored at HostPath(name, P). With WithHostPaths(true) a
+// By default paths are virtual: sessions work in /vercel, as on hosted
+// Vercel, or in /vercel/sandbox when the sandbox was created with a legacy
+// runtime (and always with WithFriendly); a sandbox path P is stored at
+// HostPath(name, P). With WithHostPaths(true) a
 // session's working directory is the sandbox's host directory itself, so
 // that real host processes see the same paths as the client; paths outside
 // that directory are refused. A stopped sandbox keeps its directory, and a
@@ -91,8 +93,9 @@
 //     the session is still stopping, with the old currentSnapshotId
 //     (superset-sh/superset, docs/cloud-sandbox-mismatches.md;
 //     vercel/sandbox#159 says a stop blocks); the session stops just after.
-//   - A sandbox created with an image works in /vercel, with HOME
-//     /vercel for its commands, not in /vercel/sandbox.
+//   - A sandbox created with an image, or with neither image nor runtime,
+//     works in /vercel, with HOME /vercel for its commands, not in
+//     /vercel/sandbox (arugula-salad/wisp, e2e/providers/vercel/golden).
 //   - Log frames are written data first: {"data":…,"stream":…}.
 //   - Resuming a non-persistent sandbox answers 400 snapshot_not_found
 //     (recorded in arugula-salad/wisp, docs/providers/vercel.md).
@@ -116,53 +119,65 @@
 //   - An env object above 4 KB as JSON answers 400 "env payload too
 //     large", on create and on a command.
 //
-// # What it does not emulate
+// # Differences from hosted Vercel
 //
-//   - A microVM: commands run wherever the Executor runs them. The hostexec
-//     executor runs them as host processes with your privileges, your
-//     network and your whole filesystem (absolute paths in commands are
-//     host paths); sudo is passed to the executor, not honoured by the
-//     server. The isolated executor shares the host's kernel and its /usr,
-//     and gives each command (not each session) its own namespaces: it is
-//     not a virtual machine.
-//   - The image: a command finds only what the host (or a test's script) has;
-//     runtimes and images are reported, not provided.
-//   - Resource limits: vCPUs and memory are reported, not enforced by the
-//     server (the isolated executor applies limits of its own, per command),
-//     and usage figures (active CPU, network transfer) are always 0.
-//   - Real timing: sessions boot and stop at once (WithStopDelay adds a
-//     delay), and snapshots are directory copies. Session timeouts and
-//     per-command timeouts are enforced.
-//   - Interactive sessions run on a real terminal only with an executor
-//     that implements TTYExecutor (hostexec, isolated); otherwise POST
-//     …/interactive answers 400, and so does a create or fork with the
-//     private field "__interactive": true, which the official CLI sends.
-//     Such a sandbox reports interactivePort 8443, with a route, as hosted
-//     does. Tickets are single-use and the WebSocket is served by this
-//     server, under /local/pty/; GET /health on the same host answers 200,
-//     as the terminal host does. The CLI probes https://HOST/health, on
-//     port 443 whatever the port of the ticket's URL.
-//   - Network policies are validated, stored and reported; only the
-//     isolated executor acts on them, and only as loopback-only versus
-//     allow-all (domain and subnet rules are not emulated). Exposed ports
-//     get routes on vercel.run that lead nowhere.
-//   - Sources: git and tarball sources are accepted but the sandbox starts
+// This is the one list of what the server, in its default mode, does
+// differently from hosted Vercel:
+//
+//   - Isolation: commands run wherever the Executor runs them. hostexec
+//     runs host processes with your privileges, network and whole
+//     filesystem (absolute paths in commands are host paths); sudo is
+//     passed to the executor, not honoured by the server. isolated shares
+//     the host's kernel and /usr, and gives each command, not each
+//     session, its own namespaces: background processes end with their
+//     command, and two commands reach each other over the network only
+//     with allow-all. Neither is a virtual machine.
+//   - The image: a command finds what the host (or a test's script) has;
+//     runtimes and images are reported, not provided, and architecture is
+//     the host's.
+//   - Resources: vCPUs and memory are reported, not enforced by the server
+//     (isolated applies limits of its own, per command); usage figures
+//     (active CPU, network transfer) are always 0.
+//   - Timing: sessions boot and stop at once (WithStopDelay adds a delay)
+//     and snapshots are directory copies. Session and command timeouts are
+//     enforced.
+//   - Terminals need an executor that implements TTYExecutor (hostexec,
+//     isolated); otherwise POST …/interactive, and a create or fork with
+//     the private field "__interactive": true (which the official CLI
+//     sends), answer 400. Hosted Vercel reports interactivePort on every
+//     session; here only a sandbox created with "__interactive" does
+//     (8443, with a route). Tickets are single-use, the WebSocket is served
+//     by this server under /local/pty/, and GET /health answers 200 on the
+//     same host; the CLI probes https://HOST/health on port 443, whatever
+//     the port of the ticket's URL.
+//   - Network policies are validated, stored and reported; only isolated
+//     acts on them, and only as loopback-only versus allow-all (domain and
+//     subnet rules are not emulated). A sandbox without a policy reports
+//     what its commands get: deny-all with isolated (its own loopback),
+//     allow-all otherwise (see NetworkReporter). Exposed ports get routes on
+//     vercel.run that lead nowhere.
+//   - Sources: git and tarball sources are accepted, and the sandbox starts
 //     empty.
-//   - Regions and failover, plans, billing, and rate and concurrency
-//     limits other than the create limit (inject a Fault to see a 429);
-//     the only quota is the disk quota of WithDiskQuota.
-//   - Drive contents: drives are records (get-or-create, get, list,
-//     delete; a drive mounted read-write by a running sandbox is not
-//     deleted, answering 409 drive_in_use, a code of this server), and
-//     mounts are stored and echoed, not mounted.
-//   - The v1 API, listing commands and writing to a command's stdin.
+//   - Drives are records (get-or-create, get, list, delete) with no data.
+//     A create, fork or update that mounts one is refused with 400: no
+//     executor can show a drive at its mount path (for hostexec an
+//     absolute path is the host's), and a copy would not be a live volume.
+//   - Regions and failover, plans, billing, and rate and concurrency limits
+//     other than the create limit (inject a Fault to see a 429); the only
+//     quota is the disk quota of WithDiskQuota.
+//   - Not served: the v1 API and writing to a command's stdin.
 //   - Users: a sandbox has its own account files (passwd, group, shadow,
 //     gshadow in Cmd.EtcDir) and base folders (/tmp, /root,
 //     /home/vercel-sandbox, /vercel/sandbox), but whether useradd can change
 //     them is up to the executor; hostexec refuses account tools.
-//   - Per-project namespaces: names are unique across the whole server.
-//   - keepLastSnapshots only evicts by count; its expiration is ignored.
-//   - Unlimited log replay: the output kept for replay is bounded per command
+//   - Names are unique across the whole server, not per project.
+//   - Snapshots: keepLastSnapshots evicts by count only (its expiration is
+//     ignored), and deleteOrphanSnapshots deletes at once, not
+//     asynchronously.
+//   - File names are kept as sent: a backslash in an uploaded name is part
+//     of the name (a\b.txt is one file), as commands, Stat and Walk see
+//     it. How hosted Vercel extracts such a name is not recorded.
+//   - Log replay is bounded: the output kept is bounded per command
 //     (WithOutputLimit) and in total (WithOutputBudget), oldest evicted
 //     first, and released when its session stops. A replay that needs
 //     evicted output ends with an error frame of code "output_evicted".

@@ -13,8 +13,27 @@ import (
 // defaultDriveSize is the maxSizeBytes of a drive made without one.
 const defaultDriveSize = int64(10 << 30)
 
-// driveRec is a drive. Drives are records only: mounting one stores and
-// echoes the mount, and no data is kept. Guarded by Server.mu.
+// Drives are records only: the server keeps no data for them and refuses
+// to mount one. A mount would have to show the drive's files at the mount
+// path to every command, and neither executor can: hostexec runs host
+// processes, for which an absolute path such as /mnt/data is the host's,
+// and binding a directory into the isolated executor's root would need a
+// mount for each command that the server cannot ask of an Executor. A
+// link in the sandbox's tree would lead out of it, which the server's own
+// file operations refuse to follow, and a copy in and out would not be the
+// live volume a drive is. So a create, fork or update that mounts a drive
+// is refused with 400, and nothing is made.
+
+// refuseMounts refuses drive mounts; an empty set (which an update sends
+// to remove every mount) is accepted.
+func refuseMounts(mounts map[string]wire.Mount) *apiError {
+	if len(mounts) == 0 {
+		return nil
+	}
+	return badRequest("Drive mounts are not supported by this local server: drives are kept as records only, and nothing would be mounted.")
+}
+
+// driveRec is a drive. Guarded by Server.mu.
 type driveRec struct {
 	seq       int64
 	id        string
@@ -26,31 +45,10 @@ type driveRec struct {
 	updatedAt int64
 }
 
-// driveWire renders d, naming the running sandbox that mounts it
-// read-write, if any. Called with s.mu held.
-func (s *Server) driveWire(d *driveRec) wire.Drive {
-	w := wire.Drive{ID: d.id, Name: d.name, ProjectID: d.projectID, Region: d.region, MaxSizeBytes: d.maxSize,
+// driveWire renders d. No sandbox mounts a drive here, so it names none.
+func driveWire(d *driveRec) wire.Drive {
+	return wire.Drive{ID: d.id, Name: d.name, ProjectID: d.projectID, Region: d.region, MaxSizeBytes: d.maxSize,
 		CreatedAt: d.createdAt, UpdatedAt: d.updatedAt}
-	if sb := s.driveUser(d.name); sb != nil {
-		w.CurrentSandboxName, w.CurrentSessionID = sb.name, sb.current.id
-	}
-	return w
-}
-
-// driveUser returns the sandbox with a running session that mounts the
-// drive read-write. Called with s.mu held.
-func (s *Server) driveUser(name string) *sandboxRec {
-	for _, sb := range s.sandboxes {
-		if sb.deleted || sb.current == nil || sb.current.status != statusRunning {
-			continue
-		}
-		for _, m := range sb.mounts {
-			if m.Drive == name && (m.Mode == "" || m.Mode == "read-write") {
-				return sb
-			}
-		}
-	}
-	return nil
 }
 
 func checkDriveName(name string) *apiError {
@@ -117,7 +115,7 @@ func (s *Server) handleGetOrCreateDrive(w http.ResponseWriter, r *http.Request) 
 			}
 			s.drives[name] = d
 		}
-		return wire.DriveResponse{Drive: s.driveWire(d)}
+		return wire.DriveResponse{Drive: driveWire(d)}
 	})
 }
 
@@ -127,11 +125,10 @@ func (s *Server) handleGetDrive(w http.ResponseWriter, r *http.Request) *apiErro
 	if aerr != nil {
 		return aerr
 	}
-	return s.writeLocked(w, func() any { return wire.DriveResponse{Drive: s.driveWire(d)} })
+	return s.writeLocked(w, func() any { return wire.DriveResponse{Drive: driveWire(d)} })
 }
 
-// handleDeleteDrive serves DELETE /v2/sandboxes/drives/{name}. A drive
-// that a running sandbox mounts read-write is refused with 409.
+// handleDeleteDrive serves DELETE /v2/sandboxes/drives/{name}.
 func (s *Server) handleDeleteDrive(w http.ResponseWriter, r *http.Request) *apiError {
 	d, aerr := s.lookupDrive(r)
 	if aerr != nil {
@@ -142,12 +139,9 @@ func (s *Server) handleDeleteDrive(w http.ResponseWriter, r *http.Request) *apiE
 	if s.drives[d.name] != d {
 		return notFound("Drive %s was not found.", d.name)
 	}
-	if sb := s.driveUser(d.name); sb != nil {
-		return errorf(http.StatusConflict, "drive_in_use", "Drive %s is mounted by sandbox %s.", d.name, sb.name)
-	}
 	delete(s.drives, d.name)
 	d.updatedAt = s.nowMs()
-	writeJSON(w, http.StatusOK, wire.DriveResponse{Drive: s.driveWire(d)})
+	writeJSON(w, http.StatusOK, wire.DriveResponse{Drive: driveWire(d)})
 	return nil
 }
 
@@ -190,7 +184,7 @@ func (s *Server) handleListDrives(w http.ResponseWriter, r *http.Request) *apiEr
 	page, pag, aerr := paginate(recs, limit, q.Get("cursor"))
 	out := make([]wire.Drive, len(page))
 	for i, d := range page {
-		out[i] = s.driveWire(d)
+		out[i] = driveWire(d)
 	}
 	s.mu.Unlock()
 	if aerr != nil {

@@ -61,7 +61,9 @@ func (s *Server) handleWriteFiles(w http.ResponseWriter, r *http.Request) *apiEr
 	defer stopUpload()
 
 	target := func(name string) (string, error) {
-		clean := path.Clean(strings.ReplaceAll(name, "\\", "/"))
+		// A backslash is a byte of the name, as in any Linux path: a\b.txt
+		// is one file, not b.txt in a directory a.
+		clean := path.Clean(name)
 		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
 			return "", errors.New("entry " + strconv.Quote(name) + " escapes the extraction directory")
 		}

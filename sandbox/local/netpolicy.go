@@ -9,6 +9,30 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/wire"
 )
 
+// NetworkReporter is an Executor that decides the network of the commands
+// of a sandbox that has no network policy. DefaultNetworkPolicy returns
+// what they get, as a policy mode: "deny-all" when they see a loopback of
+// their own only, "allow-all" when they reach the host's network. The
+// server reports that mode for such a sandbox; with any other executor it
+// reports "allow-all", the default of hosted Vercel. Package isolated
+// implements it.
+type NetworkReporter interface {
+	Executor
+	DefaultNetworkPolicy() string
+}
+
+// defaultPolicy is the network policy reported for a sandbox created
+// without one: what its commands get.
+func (s *Server) defaultPolicy() *wire.NetworkPolicyResp {
+	mode := "allow-all"
+	if nr, ok := s.exec.(NetworkReporter); ok {
+		if m := nr.DefaultNetworkPolicy(); m == "deny-all" {
+			mode = m
+		}
+	}
+	return &wire.NetworkPolicyResp{Mode: mode}
+}
+
 // policyRule is one rule of the request form of a network policy.
 type policyRule struct {
 	Match     json.RawMessage `json:"match,omitempty"`

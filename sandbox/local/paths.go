@@ -12,11 +12,13 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
-// virtualCwd is the working directory of every session in virtual mode.
+// virtualCwd is the working directory of a session in virtual mode: of
+// every session with WithFriendly, else of a sandbox created with a legacy
+// runtime.
 const virtualCwd = "/vercel/sandbox"
 
-// imageCwd is the working directory, and HOME, of a sandbox created from
-// an image on hosted Vercel.
+// imageCwd is the working directory, and HOME, of a sandbox created with an
+// image or with neither image nor runtime, on hosted Vercel.
 const imageCwd = "/vercel"
 
 // errEscapes reports a path that leaves the sandbox's directory.
@@ -25,7 +27,7 @@ var errEscapes = errors.New("path escapes the sandbox")
 // sessionCwd is the working directory of sb's sessions.
 func (s *Server) sessionCwd(sb *sandboxRec) string {
 	cwd := virtualCwd
-	if sb.fromImage && s.hosted() {
+	if sb.homeCwd && s.hosted() {
 		cwd = imageCwd
 	}
 	if s.cfg.hostPaths {
@@ -35,9 +37,10 @@ func (s *Server) sessionCwd(sb *sandboxRec) string {
 }
 
 // commandEnv is the environment a command starts with, before its own: on
-// hosted Vercel, HOME is /vercel in a sandbox created from an image.
+// hosted Vercel, HOME is /vercel in a sandbox created without a legacy
+// runtime.
 func (s *Server) commandEnv(sb *sandboxRec) map[string]string {
-	if !sb.fromImage || !s.hosted() {
+	if !sb.homeCwd || !s.hosted() {
 		return nil
 	}
 	return map[string]string{"HOME": s.sessionCwd(sb)}

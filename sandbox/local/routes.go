@@ -28,6 +28,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("POST /v2/sandboxes/sessions/{sid}/fs/read", s.api(s.handleReadFile))
 	mux.Handle("POST /v2/sandboxes/sessions/{sid}/fs/mkdir", s.api(s.handleMkdir))
 	mux.Handle("POST /v2/sandboxes/sessions/{sid}/cmd", s.api(s.handleRunCommand))
+	mux.Handle("GET /v2/sandboxes/sessions/{sid}/cmd", s.api(s.handleListCommands))
 	mux.Handle("GET /v2/sandboxes/sessions/{sid}/cmd/{cid}", s.api(s.handleGetCommand))
 	mux.Handle("POST /v2/sandboxes/sessions/{sid}/cmd/{cid}/kill", s.api(s.handleKill))
 	mux.Handle("GET /v2/sandboxes/sessions/{sid}/cmd/{cid}/logs", s.api(s.handleLogs))

@@ -125,6 +125,11 @@ func (s *Server) handleListSandboxes(w http.ResponseWriter, r *http.Request) *ap
 		tags = append(tags, tagFilter{k, v})
 	}
 	prefix := q.Get("namePrefix")
+	if prefix != "" && sortBy != "name" {
+		// Hosted Vercel's answer, recorded (arugula-salad/wisp,
+		// docs/providers/vercel.md).
+		return badRequest("Invalid request: `namePrefix` is only valid when `sortBy` is `name`.")
+	}
 
 	var items []sandboxItem
 	s.mu.Lock()

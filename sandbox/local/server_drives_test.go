@@ -37,18 +37,22 @@ func TestDriveEndpoints(t *testing.T) {
 	h.fail(404, "not_found", "DELETE", "/v2/sandboxes/drives/none", nil)
 	h.fail(400, "bad_request", "GET", "/v2/sandboxes/drives?sortBy=size", nil)
 
-	r := h.create(map[string]any{"name": "user", "mounts": map[string]any{"/mnt/data": map[string]any{"drive": "data"}}})
-	var got wire.DriveResponse
-	h.ok("GET", "/v2/sandboxes/drives/data", nil, &got)
-	assert.Equal(t, "user", got.Drive.CurrentSandboxName)
-	assert.Equal(t, r.Session.ID, got.Drive.CurrentSessionID)
-	h.fail(409, "drive_in_use", "DELETE", "/v2/sandboxes/drives/data", nil)
-	h.ok("POST", sessPath(r.Session.ID, "/stop"), nil, nil)
+	// Drives are records: a mount is refused, and nothing is created.
+	e := h.fail(400, "bad_request", "POST", "/api/v3/sandboxes",
+		map[string]any{"projectId": "prj_test", "ports": []int{}, "name": "user", "mounts": map[string]any{"/mnt/data": map[string]any{"drive": "data"}}})
+	assert.Contains(t, e.Message, "Drive mounts are not supported")
+	h.fail(404, "not_found", "GET", "/v2/sandboxes/user", nil)
+	h.create(map[string]any{"name": "user"})
+	h.fail(400, "bad_request", "PATCH", "/v2/sandboxes/user", map[string]any{"mounts": map[string]any{"/mnt/data": map[string]any{"drive": "data"}}})
+	h.fail(400, "bad_request", "POST", "/v2/sandboxes/user/fork", map[string]any{"name": "copy", "mounts": map[string]any{"/mnt/data": map[string]any{"drive": "data"}}})
+	var upd struct{ Sandbox wire.Sandbox }
+	h.ok("PATCH", "/v2/sandboxes/user", map[string]any{"mounts": map[string]any{}}, &upd)
+	assert.Empty(t, upd.Sandbox.Mounts, "an empty set removes every mount, and is accepted")
 
 	var list wire.ListDrivesResponse
 	h.ok("GET", "/v2/sandboxes/drives", nil, &list)
 	require.Len(t, list.Drives, 1)
-	assert.Empty(t, list.Drives[0].CurrentSandboxName, "a stopped sandbox holds no drive")
+	assert.Empty(t, list.Drives[0].CurrentSandboxName, "no sandbox holds a drive")
 	h.ok("DELETE", "/v2/sandboxes/drives/data", nil, nil)
 	h.ok("GET", "/v2/sandboxes/drives", nil, &list)
 	assert.Empty(t, list.Drives)

@@ -112,8 +112,10 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) *apiErro
 	if aerr := decodeBody(r, &body); aerr != nil {
 		return aerr
 	}
-	if body.Expiration != nil && *body.Expiration < 0 {
-		return badRequest("expiration must not be negative.")
+	if e := body.Expiration; e != nil && *e != 0 && *e < wire.MinSnapshotExpiration.Milliseconds() {
+		// Hosted Vercel's answer, recorded (arugula-salad/wisp,
+		// docs/providers/vercel.md).
+		return badRequest("`expiration` must be 0 (no expiration) or >= %d ms (1 day).", wire.MinSnapshotExpiration.Milliseconds())
 	}
 	sess.sb.lc.Lock()
 	s.mu.Lock()

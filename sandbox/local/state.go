@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -57,7 +58,7 @@ type sandboxRec struct {
 	vcpus              int
 	runtime            string
 	image              string
-	fromImage          bool // created from a chosen image
+	homeCwd            bool // created from a chosen image
 	timeout            int64
 	policy             *wire.NetworkPolicyResp
 	policySet          bool // a client set policy (else it is the default)
@@ -69,7 +70,6 @@ type sandboxRec struct {
 	keepLast           *wire.KeepLastSnapshots
 	currentSnapshotID  string
 	networkID          string
-	mounts             map[string]wire.Mount
 
 	// syncedSnapshot is the snapshot whose content dir last matched (taken
 	// from it or restored into it). A resume restores currentSnapshotID
@@ -186,6 +186,7 @@ func (s *Server) sandboxWire(sb *sandboxRec) wire.Sandbox {
 		VCPUs:                    ptr(sb.vcpus),
 		Memory:                   ptr(sb.vcpus * memoryPerVCPU),
 		Runtime:                  sb.runtime,
+		Architecture:             runtime.GOARCH,
 		Image:                    pinImage(sb.image),
 		Timeout:                  ptr(sb.timeout),
 		NetworkPolicy:            sb.policy,
@@ -199,7 +200,6 @@ func (s *Server) sandboxWire(sb *sandboxRec) wire.Sandbox {
 		SnapshotExpiration:       sb.snapshotExpiration,
 		KeepLastSnapshots:        sb.keepLast,
 		NetworkID:                sb.networkID,
-		Mounts:                   sb.mounts,
 	}
 	if cur.status == statusRunning {
 		w.ExpiresAt = ptr(cur.startedAt + cur.timeout)
@@ -221,6 +221,7 @@ func sessionWire(sess *sessionRec) wire.Session {
 		UpdatedAt:           sess.updatedAt,
 		Cwd:                 sess.cwd,
 		Runtime:             sess.runtime,
+		Architecture:        runtime.GOARCH,
 		StartedAt:           ptr(sess.startedAt),
 		RequestedStopAt:     sess.requestedStopAt,
 		StoppedAt:           sess.stoppedAt,
@@ -231,6 +232,7 @@ func sessionWire(sess *sessionRec) wire.Session {
 		ActiveCPUDurationMs: sess.activeCPU,
 		NetworkTransfer:     sess.transfer,
 		ProjectID:           sess.projectID,
+		SourceSandboxName:   sess.sb.name,
 		InteractivePort:     sess.interactivePort(),
 	}
 }
@@ -267,6 +269,7 @@ func snapshotWire(snap *snapshotRec) wire.Snapshot {
 	return wire.Snapshot{
 		ID:              snap.id,
 		SourceSessionID: snap.sourceSessionID,
+		Architecture:    runtime.GOARCH,
 		Region:          snap.region,
 		Status:          snap.status,
 		SizeBytes:       snap.sizeBytes,

@@ -60,25 +60,24 @@ func (s *Server) handleUpdateSandbox(w http.ResponseWriter, r *http.Request) *ap
 // absent (or null where null means absent); a ...Set flag marks a key
 // that was given, where null means "clear".
 type sandboxPatch struct {
-	persistent  *bool
-	res         *wire.Resources
-	timeout     *int64
-	policy      *wire.NetworkPolicyResp
-	tags        map[string]string
-	tagsSet     bool
-	ports       []int
-	portsSet    bool
-	snapExp     *int64
-	snapExpSet  bool
-	keepLast    *wire.KeepLastSnapshots
-	keepLastSet bool
-	currentSnap *string
-	region      *string
-	failover    []string
-	failoverSet bool
-	networkID   *string
-	mounts      map[string]wire.Mount
-	mountsSet   bool
+	persistent   *bool
+	res          *wire.Resources
+	timeout      *int64
+	policy       *wire.NetworkPolicyResp
+	tags         map[string]string
+	tagsSet      bool
+	ports        []int
+	portsSet     bool
+	snapExp      *int64
+	snapExpSet   bool
+	keepLast     *wire.KeepLastSnapshots
+	keepLastSet  bool
+	currentSnap  *string
+	region       *string
+	failover     []string
+	failoverSet  bool
+	networkID    string // "" with networkIDSet: out of its private network
+	networkIDSet bool
 }
 
 // decodePatch decodes and checks every key of body. It returns the first
@@ -111,8 +110,9 @@ func (s *Server) decodePatch(body map[string]json.RawMessage) (sandboxPatch, *ap
 	ignore(patchField(body, "currentSnapshotId", false, &p.currentSnap, nil))
 	ignore(patchField(body, "region", false, &p.region, validateRegion))
 	given(&p.failoverSet)(patchField(body, "failoverRegions", true, &p.failover, nil))
-	ignore(patchField(body, "networkId", false, &p.networkID, nil))
-	given(&p.mountsSet)(patchField(body, "mounts", true, &p.mounts, nil))
+	given(&p.networkIDSet)(patchField(body, "networkId", true, &p.networkID, nil))
+	var mounts map[string]wire.Mount
+	ignore(patchField(body, "mounts", true, &mounts, refuseMounts))
 	return p, first
 }
 
@@ -169,8 +169,7 @@ func (p *sandboxPatch) apply(sb *sandboxRec) {
 	setIf(&sb.currentSnapshotID, p.currentSnap)
 	setIf(&sb.region, p.region)
 	setIfGiven(&sb.failover, p.failover, p.failoverSet)
-	setIf(&sb.networkID, p.networkID)
-	setIfGiven(&sb.mounts, p.mounts, p.mountsSet)
+	setIfGiven(&sb.networkID, p.networkID, p.networkIDSet)
 }
 
 func setIf[T any](dst *T, v *T) {

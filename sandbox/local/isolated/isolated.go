@@ -138,7 +138,8 @@ const defaultSandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 //     host's abstract unix sockets, where Landlock scopes them out (see
 //     ScopedSockets). deny-all and custom policies get loopback only:
 //     domain and subnet rules are not emulated. HostNetwork opens the
-//     network for every command;
+//     network for every command. A sandbox without a policy is reported
+//     as deny-all, or allow-all with HostNetwork (DefaultNetworkPolicy);
 //   - a user: uid 1000 (vercel-sandbox, home /home/vercel-sandbox) or, with
 //     sudo, uid 0 (root, home /root). uid 1000 is the host user running the
 //     server, so that the sandbox's tree stays writable by the commands and
@@ -223,6 +224,16 @@ func FileSize(n int64) Option { return func(e *Executor) { e.fileSize = n } }
 // HostNetwork gives every command the host's network, whatever the
 // sandbox's network policy.
 func HostNetwork() Option { return func(e *Executor) { e.network = true } }
+
+// DefaultNetworkPolicy returns the network policy that commands of a
+// sandbox with none get, as the server reports it (local.NetworkReporter):
+// "deny-all" (their own loopback only), or "allow-all" with HostNetwork.
+func (e *Executor) DefaultNetworkPolicy() string {
+	if e.network {
+		return "allow-all"
+	}
+	return "deny-all"
+}
 
 // NoCgroups limits resources with rlimits only, even where control
 // groups are writable.

@@ -385,12 +385,12 @@ func TestIsolatedThroughAPI(t *testing.T) {
 	require.NoError(t, err)
 
 	// File API and commands see the same tree, at the same absolute paths.
-	require.NoError(t, sb.FS().WriteFile(ctx, "/vercel/sandbox/app/hello.txt", []byte("from the file API\n"), 0o644))
+	require.NoError(t, sb.FS().WriteFile(ctx, "/vercel/app/hello.txt", []byte("from the file API\n"), 0o644))
 	require.NoError(t, sb.FS().WriteFile(ctx, "/tmp/t.txt", []byte("tmp\n"), 0o644))
-	out, err := sb.Command("sh", "-c", "cat /vercel/sandbox/app/hello.txt app/hello.txt /tmp/t.txt; pwd; echo made > app/new.txt").Output(ctx)
+	out, err := sb.Command("sh", "-c", "cat /vercel/app/hello.txt app/hello.txt /tmp/t.txt; pwd; echo made > app/new.txt").Output(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, "from the file API\nfrom the file API\ntmp\n/vercel/sandbox\n", string(out))
-	data, err := sb.FS().ReadFile(ctx, "/vercel/sandbox/app/new.txt")
+	assert.Equal(t, "from the file API\nfrom the file API\ntmp\n/vercel\n", string(out))
+	data, err := sb.FS().ReadFile(ctx, "/vercel/app/new.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "made\n", string(data))
 
@@ -429,7 +429,12 @@ func TestIsolatedThroughAPI(t *testing.T) {
 	assert.True(t, cmds[len(cmds)-1].TimedOut, "the fake records the timeout outcome")
 	assert.Eventually(t, func() bool { return len(hostProcesses(t, "271.82")) == 0 }, 5*time.Second, 20*time.Millisecond)
 
-	// Network: default policy is loopback only; allow-all opens it.
+	// Network: default policy is loopback only, and reported so (deny-all);
+	// allow-all opens it.
+	require.NotNil(t, sb.Info().NetworkPolicy)
+	assert.Equal(t, "deny-all", sb.Info().NetworkPolicy.Mode, "what the commands get")
+	require.NotNil(t, sb.Session().NetworkPolicy)
+	assert.Equal(t, "deny-all", sb.Session().NetworkPolicy.Mode)
 	if _, err := exec.LookPath("bash"); err == nil {
 		port, got := listen(t)
 		dial := sb.Command("bash", "-c", fmt.Sprintf("echo via-api > /dev/tcp/127.0.0.1/%d", port))
@@ -460,4 +465,13 @@ func TestIsolatedThroughAPI(t *testing.T) {
 	out, err = sb.Command("cat", "app/new.txt").Output(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "made\n", string(out))
+}
+
+// The server reports, for a sandbox without a network policy, the network
+// its commands get.
+func TestDefaultNetworkPolicy(t *testing.T) {
+	requireLinux(t)
+	var _ local.NetworkReporter = newIsolated(t)
+	assert.Equal(t, "deny-all", newIsolated(t).DefaultNetworkPolicy())
+	assert.Equal(t, "allow-all", newIsolated(t, isolated.HostNetwork()).DefaultNetworkPolicy())
 }

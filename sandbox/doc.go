@@ -215,5 +215,6 @@
 //	client := srv.Client()
 //
 // Package sandbox/local serves the same API from any program, and runs
-// commands as real processes, isolated or not.
+// commands as real processes, isolated or not; local.Listen starts it on
+// a loopback port and returns a *Client aimed at it.
 package sandbox

@@ -3,6 +3,7 @@ package local_test
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +113,17 @@ func TestTokenOptions(t *testing.T) {
 		assert.Equal(t, local.DefaultToken, srv.Token())
 		assert.Equal(t, 200, statusWith(t, srv.Server, "anything"))
 	})
+}
+
+// A client comes from Listen, once the server listens: a *Server has no
+// method that could hand one out before (it used to panic then).
+func TestNoClientBeforeListening(t *testing.T) {
+	t.Parallel()
+	typ := reflect.TypeFor[*local.Server]()
+	for i := range typ.NumMethod() {
+		m := typ.Method(i)
+		for j := range m.Type.NumOut() {
+			assert.NotEqual(t, reflect.TypeFor[*sandbox.Client](), m.Type.Out(j), "Server.%s returns a client", m.Name)
+		}
+	}
 }

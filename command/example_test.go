@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
 	"os"
 	"time"
 
@@ -19,18 +18,10 @@ import (
 // script, and returns a sandbox on it. Against the real API, create the
 // client with sandbox.NewClient() and credentials from the environment.
 func fake(script *sandboxtest.Script) (*sandbox.Client, *sandbox.Sandbox, func()) {
-	srv, err := local.New(local.WithExecutor(script))
+	srv, client, err := local.Listen(context.Background(), local.WithExecutor(script))
 	if err != nil {
 		log.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := srv.Start(ln); err != nil {
-		log.Fatal(err)
-	}
-	client := srv.Client()
 	sb, err := client.Create(context.Background(), sandbox.CreateParams{})
 	if err != nil {
 		log.Fatal(err)

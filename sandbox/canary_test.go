@@ -170,7 +170,7 @@ func TestCanaryTokenNeverLeaks(t *testing.T) {
 	// A panic that carries a client error.
 	panicked := func() (msg string) {
 		defer func() { msg = fmt.Sprint(recover()) }()
-		srv.Client(sandbox.WithBaseURL("http://203.0.113.7/api"))
+		sandboxtest.NewServer(fatalTB{t}, local.WithToken(canary)).Client(sandbox.WithBaseURL("http://203.0.113.7/api"))
 		return ""
 	}()
 	assert.Contains(t, panicked, "BaseURL")

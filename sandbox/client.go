@@ -175,6 +175,7 @@ type config struct {
 	httpClient *http.Client
 	transport  http.RoundTripper
 	baseURL    string
+	baseURLSet bool // by WithBaseURL; else EnvBaseURL applies
 	team       string
 	project    string
 	retry      RetryPolicy
@@ -240,12 +241,15 @@ func WithTransport(rt http.RoundTripper) Option {
 	}
 }
 
-// WithBaseURL sets the API base URL (default https://vercel.com/api).
+// WithBaseURL sets the API base URL (default: the environment variable
+// EnvBaseURL when set, else DefaultBaseURL).
 // Plain http is accepted only to a literal loopback address (127.0.0.0/8,
 // ::1) or the name localhost, which is dialled at 127.0.0.1 or ::1 and
 // never looked up (so it needs an *http.Transport, or none); anything
 // else, *.localhost included, gives an *InsecureURLError.
-func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
+func WithBaseURL(u string) Option {
+	return func(c *config) { c.baseURL, c.baseURLSet = u, true }
+}
 
 // WithTeam overrides the team the credentials name; with WithToken, it
 // names the token's team.
@@ -369,9 +373,10 @@ func (p ReattachPolicy) conn() conn.ReattachPolicy {
 func WithReattachPolicy(p ReattachPolicy) Option { return func(c *config) { c.reattach = p } }
 
 // NewClient returns a client. Options are validated at once; credentials
-// are looked up on the first call.
+// are looked up on the first call. Without WithBaseURL, the base URL comes
+// from the environment variable EnvBaseURL when it is set.
 func NewClient(opts ...Option) (*Client, error) {
-	cfg := config{baseURL: DefaultBaseURL, autoResume: true}
+	cfg := config{autoResume: true}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -407,8 +412,9 @@ func NewClient(opts ...Option) (*Client, error) {
 	for i, m := range cfg.middleware {
 		mws[i] = m.core()
 	}
+	baseURL, baseURLField := cfg.resolveBaseURL()
 	core, err := httpcore.New(httpcore.Config{
-		BaseURL: cfg.baseURL, Provider: cfg.provider, Transport: rt, TeamID: cfg.team,
+		BaseURL: baseURL, BaseURLField: baseURLField, Provider: cfg.provider, Transport: rt, TeamID: cfg.team,
 		ProjectID: cfg.project, Retry: cfg.retry.core(), Logger: cfg.logger, UserAgent: cfg.ua,
 		Middleware: mws, RequestTimeout: timeout, MaxResponseSize: cfg.maxAnswer, Observer: cfg.obs,
 	})

@@ -35,10 +35,17 @@
 // are refreshed five minutes before they expire, one refresh for any
 // number of concurrent callers; the CLI's auth.json is never written or
 // wiped. [WithToken] with [WithTeam] and [WithProject] is the short form
-// for an access token. The mint, OAuth discovery and token endpoints
-// follow the plain-HTTP rule below, are never redirected, and their
-// answers are bounded (vercelcli.LinkedProjectRefresher.MaxResponseSize,
-// default 1 MiB).
+// for an access token. Without [WithBaseURL], the base URL is read, next
+// to the credentials, from VERCEL_SANDBOX_BASE_URL ([EnvBaseURL]) when
+// set, so that any program reaches a local server without a flag of its
+// own; it obeys the plain-HTTP rule below as WithBaseURL does:
+//
+//	VERCEL_SANDBOX_BASE_URL=http://127.0.0.1:4000 VERCEL_TOKEN=any \
+//	VERCEL_TEAM_ID=team_sandboxtest VERCEL_PROJECT_ID=prj_sandboxtest go run .
+//
+// The mint, OAuth discovery and token endpoints follow the plain-HTTP
+// rule below, are never redirected, and their answers are bounded
+// (vercelcli.LinkedProjectRefresher.MaxResponseSize, default 1 MiB).
 //
 // Bring your own *http.Client ([WithHTTPClient]: its Transport is used,
 // its Timeout bounds non-streaming calls only) or http.RoundTripper
@@ -215,5 +222,6 @@
 //	client := srv.Client()
 //
 // Package sandbox/local serves the same API from any program, and runs
-// commands as real processes, isolated or not.
+// commands as real processes, isolated or not; local.Listen starts it on
+// a loopback port and returns a *Client aimed at it.
 package sandbox

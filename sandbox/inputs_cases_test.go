@@ -78,7 +78,7 @@ var noInput = map[string]string{
 	"fault.Handle.Remove": noArgs, "fault.Injector.ClearFaults": noArgs, "fault.Injector.Faults": getter,
 	"fault.Injector.Options": getter, "fault.NewInjector": noArgs,
 
-	"local.NoteFault": "a request without the server's context is left alone", "local.Server.Close": noArgs,
+	"local.NoteFault": "a request without the server's context is left alone", "local.Server.Close": noArgs, "local.WithAnyToken": noArgs,
 	"local.Server.CommandCount": getter, "local.Server.Commands": getter, "local.Server.Done": getter,
 	"local.Server.Executor": getter, "local.Server.Handler": getter, "local.Server.LeakedSandboxes": getter,
 	"local.Server.LiveGoroutines": getter, "local.Server.Memory": getter, "local.Server.Rand": free,
@@ -140,13 +140,8 @@ var atCallPanics = map[string]struct {
 		"contradicts the API contract"},
 	"sandboxtest.Server.Inject": {func(t testing.TB) { sandboxtest.NewServer(t).Inject(fault.Fault{Times: -1}) }, "negative"},
 	"sandboxtest.NewServer":     {func(t testing.TB) { sandboxtest.NewServer(fatalTB{t}, local.WithStopDelay(-1)) }, "WithStopDelay"},
-	"local.Server.Client": {func(t testing.TB) {
-		srv, err := local.New()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer srv.Close()
-		srv.Client(sandbox.WithHTTPClient(nil))
+	"sandboxtest.Server.Client": {func(t testing.TB) {
+		sandboxtest.NewServer(fatalTB{t}).Client(sandbox.WithHTTPClient(nil))
 	}, "WithHTTPClient"},
 }
 

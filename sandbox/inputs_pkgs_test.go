@@ -339,6 +339,13 @@ func localCases() []inputCase {
 		}},
 		{entry: "local.Server.Stop", field: "sessionID", call: func(f *inputFixture) error { return f.env.srv.Stop("") }},
 		{entry: "local.Server.Serve", field: "ln", call: func(*inputFixture) error { return serveNil((*local.Server).Serve) }},
+		{entry: "local.Listen", field: "WithStopDelay", call: func(f *inputFixture) error {
+			srv, _, err := local.Listen(f.ctx, local.WithStopDelay(-1))
+			if srv != nil {
+				srv.Close()
+			}
+			return err
+		}},
 		{entry: "local.Server.Start", field: "ln", call: func(*inputFixture) error { return serveNil((*local.Server).Start) }},
 		{entry: "fault.Parse", is: fault.ErrInvalid, call: func(*inputFixture) error { return ignore(fault.Parse("GET /a status=1")) }},
 		{entry: "fault.Fault.Validate", is: fault.ErrInvalid, call: func(*inputFixture) error { return fault.Fault{Times: -1}.Validate() }},

@@ -34,7 +34,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -192,23 +191,11 @@ func Execute(ctx context.Context, o Options, log io.Writer) (*Result, error) {
 	if _, ok := exe.(*isolated.Executor); !ok {
 		fmt.Fprintf(log, "local-exec: isolation unavailable, running on the host: %s\n", mode)
 	}
-	srv, err := local.New(local.WithExecutor(exe))
+	srv, client, err := local.Listen(ctx, local.WithExecutor(exe))
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer func() { srv.Close(); <-served }()
-	client, err := sandbox.NewClient(sandbox.WithBaseURL("http://"+ln.Addr().String()),
-		sandbox.WithToken(srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID))
-	if err != nil {
-		return nil, err
-	}
 	sb, err := client.Create(ctx, sandbox.CreateParams{Name: "local-exec"})
 	if err != nil {
 		return nil, err

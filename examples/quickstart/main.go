@@ -20,9 +20,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/auth"
+	"github.com/sbx-go/vercel-sandbox/auth/vercelcli"
 	"github.com/sbx-go/vercel-sandbox/examples/internal/backend"
 	"github.com/sbx-go/vercel-sandbox/files"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/hostexec"
 )
 
 func main() {
@@ -33,12 +37,35 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
 	defer cancel()
-	local := backend.LocalFlag()
+	forceLocal := backend.LocalFlag()
 	flag.Parse()
-	if err := run(ctx, os.Stdout, os.Stderr, *local); err != nil {
+	if err := run(ctx, os.Stdout, os.Stderr, *forceLocal); err != nil {
 		cancel()
 		log.Fatalf("quickstart: %v", err)
 	}
+}
+
+// connect returns a client for Vercel when credentials are found in the
+// environment and forceLocal is false. Otherwise it starts the embedded
+// local server on a loopback port, with commands run as processes on this
+// machine (hostexec, not isolated), and returns a client aimed at it;
+// closeBackend stops the server, its sandboxes and their processes.
+func connect(ctx context.Context, errOut io.Writer, forceLocal bool) (client *sandbox.Client, closeBackend func(), err error) {
+	if !forceLocal {
+		creds := vercelcli.Default(auth.DefaultOptions{})
+		if _, err := creds.Credentials(ctx); err == nil {
+			fmt.Fprintln(errOut, "using Vercel (credentials found in the environment)")
+			client, err := sandbox.NewClient(sandbox.WithCredentials(creds))
+			return client, func() {}, err
+		}
+	}
+	srv, client, err := local.Listen(ctx, local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting the embedded local server: %w", err)
+	}
+	fmt.Fprintf(errOut, "no Vercel credentials in use: using the embedded local server at %s\n", srv.URL())
+	fmt.Fprintln(errOut, "(it runs commands as local processes on this machine, without isolation)")
+	return client, srv.Close, nil
 }
 
 func step(out io.Writer, format string, args ...any) {
@@ -48,15 +75,11 @@ func step(out io.Writer, format string, args ...any) {
 // run is the walk-through: progress goes to out, and which backend is in
 // use (Vercel or the embedded local server) to errOut.
 func run(ctx context.Context, out, errOut io.Writer, forceLocal bool) error {
-	b, err := backend.Open(ctx, errOut, forceLocal)
+	client, closeBackend, err := connect(ctx, errOut, forceLocal)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	client, err := b.NewClient()
-	if err != nil {
-		return err
-	}
+	defer closeBackend()
 
 	step(out, "creating a sandbox")
 	sb, err := client.Create(ctx, sandbox.CreateParams{Timeout: 10 * time.Minute})

@@ -6,6 +6,7 @@ package httpcore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -36,7 +37,10 @@ type Middleware func(req *http.Request, next RoundTripFunc) (*http.Response, err
 
 // Config configures a Client.
 type Config struct {
-	BaseURL        string
+	BaseURL string
+	// BaseURLField names BaseURL in errors (an environment variable that
+	// gave it, say); "": "BaseURL".
+	BaseURLField   string
 	Provider       auth.Provider
 	Transport      http.RoundTripper // nil: a clone of http.DefaultTransport keeping up to 100 idle connections
 	TeamID         string            // overrides the provider's team
@@ -76,21 +80,27 @@ type Client struct {
 
 // New validates cfg and returns a Client.
 func New(cfg Config) (*Client, error) {
+	field := cmp.Or(cfg.BaseURLField, "BaseURL")
 	if cfg.BaseURL == "" {
-		return nil, apierr.Invalid("BaseURL", "must not be empty")
+		return nil, apierr.Invalid(field, "must not be empty")
 	}
 	u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 	if err != nil {
-		return nil, apierr.Invalid("BaseURL", "%v", err)
+		// Not the URL itself: its user info may hold a password.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, apierr.Invalid(field, "%v", err)
 	}
 	if u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, apierr.Invalid("BaseURL", "must be an absolute http(s) URL, got scheme %q", u.Scheme)
+		return nil, apierr.Invalid(field, "must be an absolute http(s) URL, got scheme %q", u.Scheme)
 	}
-	if err := loopback.Check("BaseURL", u); err != nil {
+	if err := loopback.Check(field, u); err != nil {
 		return nil, err
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, apierr.Invalid("BaseURL", "must not carry user info, a query or a fragment")
+		return nil, apierr.Invalid(field, "must not carry user info, a query or a fragment")
 	}
 	if cfg.Provider == nil {
 		return nil, apierr.Invalid("Credentials", "no credentials provider")
@@ -115,7 +125,7 @@ func New(cfg Config) (*Client, error) {
 		base = t
 	}
 	if loopback.NeedsDialer(u) {
-		t, err := loopback.Transport("BaseURL", u, base)
+		t, err := loopback.Transport(field, u, base)
 		if err != nil {
 			return nil, err
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"go/parser"
 	"go/token"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,8 +22,8 @@ import (
 // the first ```go block after it is the tour, a complete program.
 const tourMarker = "<!-- tour -->"
 
-// tourClientCall is how the tour makes its client, exactly once; the test
-// adds the local backend's address and token to it.
+// tourClientCall is how the tour makes its client, exactly once, from the
+// environment; the test names the local backend there, as a user would.
 const tourClientCall = "sandbox.NewClient()"
 
 // tourImports are the only packages of this module that the tour may
@@ -75,9 +74,8 @@ func TestTourCompilesAndRuns(t *testing.T) {
 		}
 	}
 	if n := strings.Count(src, tourClientCall); n != 1 {
-		t.Fatalf("the tour calls %s %d times, want once (the test points that call at the local backend)", tourClientCall, n)
+		t.Fatalf("the tour calls %s %d times, want once (the test points it at the local backend through the environment)", tourClientCall, n)
 	}
-	src = strings.Replace(src, tourClientCall, "sandbox.NewClient(tourTestOptions()...)", 1)
 
 	// Build the tour as a package of this module that exists only in an
 	// overlay, so that it uses this very tree and nothing is written into it.
@@ -94,8 +92,7 @@ func TestTourCompilesAndRuns(t *testing.T) {
 		return p
 	}
 	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {
-		filepath.Join(dir, "main.go"):       write("main.go", src),
-		filepath.Join(dir, "zz_options.go"): write("zz_options.go", tourOptionsFile),
+		filepath.Join(dir, "main.go"): write("main.go", src),
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -106,26 +103,26 @@ func TestTourCompilesAndRuns(t *testing.T) {
 		t.Fatalf("the README's tour does not build: %v\n%s\n--- the tour as built:\n%s", err, out, src)
 	}
 
-	srv, err := local.New(local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
+	srv, _, err := local.Listen(context.Background(), local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ln); err != nil {
-		t.Fatal(err)
-	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	run := exec.CommandContext(ctx, bin)
-	run.Env = append(os.Environ(),
-		"TOUR_TEST_URL=http://"+ln.Addr().String(),
-		"TOUR_TEST_TOKEN="+srv.Token(),
+	// The tour as written, with the server named by the environment and
+	// no credentials but these.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VERCEL_") {
+			run.Env = append(run.Env, kv)
+		}
+	}
+	run.Env = append(run.Env,
+		"HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(),
+		"VERCEL_SANDBOX_BASE_URL="+srv.URL(),
+		"VERCEL_TOKEN="+srv.Token(), "VERCEL_TEAM_ID=team_tour", "VERCEL_PROJECT_ID=prj_tour",
 	)
 	var stdout, stderr bytes.Buffer
 	run.Stdout, run.Stderr = &stdout, &stderr
@@ -143,21 +140,3 @@ func TestTourCompilesAndRuns(t *testing.T) {
 		t.Errorf("the tour left sandboxes running (it must stop them): %v", leaked)
 	}
 }
-
-// tourOptionsFile is added to the tour's package: it points the tour's
-// client at the local backend started by the test.
-const tourOptionsFile = `package main
-
-import (
-	"os"
-
-	"github.com/sbx-go/vercel-sandbox/sandbox"
-)
-
-func tourTestOptions() []sandbox.Option {
-	return []sandbox.Option{
-		sandbox.WithBaseURL(os.Getenv("TOUR_TEST_URL")),
-		sandbox.WithToken(os.Getenv("TOUR_TEST_TOKEN")), sandbox.WithTeam("team_tour"), sandbox.WithProject("prj_tour"),
-	}
-}
-`

@@ -22,16 +22,25 @@
 //
 // # The server and its client
 //
-// New returns a server; Serve or Start answer requests on a listener, and
-// Handler lets a server of your own mount it. Client returns a
-// *sandbox.Client aimed at it; any other client (the TypeScript SDK, curl)
-// can use URL and Token instead, with any team and project ids. Close
-// kills every process and ends every goroutine the server started. Tests
-// use sandboxtest.NewServer, which does all of that for one test.
+// Listen starts a server on a loopback port (127.0.0.1:0) and returns it
+// with a *sandbox.Client aimed at it; Close kills every process and ends
+// every goroutine the server started.
 //
-//	srv, err := local.New(local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
+//	srv, client, err := local.Listen(ctx, local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
 //	...
-//	err = srv.Serve(ln)
+//	defer srv.Close()
+//
+// New returns a server that does not listen yet, for a listener or
+// address of your own: Serve or Start answer requests on a listener, and
+// Handler lets a server of your own mount it. Any other client (another
+// process, the TypeScript SDK, curl) uses URL and Token, with any team and
+// project ids. Tests use sandboxtest.NewServer, which does all of that for
+// one test.
+//
+// The server accepts one bearer token: a random one drawn by New (Token
+// reports it), or that of WithToken. WithAnyToken accepts any, which suits
+// tests only: sandboxtest.NewServer and the sandboxtest-server command
+// (without --token) take any token.
 //
 // # Inspection
 //

@@ -13,30 +13,17 @@ import (
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
 
-// start serves srv on a loopback port and returns a client aimed at it.
-func start(srv *local.Server) *sandbox.Client {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := srv.Start(ln); err != nil {
-		log.Fatal(err)
-	}
-	return srv.Client()
-}
-
-// The local API outside a test: New, Start (or Serve) and Close. Client returns a
-// *sandbox.Client aimed at it, and the inspection methods tell what the
-// code under test did.
-func ExampleNew() {
+// The local API embedded in a program: Listen serves it on a loopback
+// port and returns a client aimed at it; Close stops it. The inspection
+// methods tell what the code under test did.
+func ExampleListen() {
 	script := sandboxtest.NewScript().Handle(sandboxtest.MatchArgs("node", "--version"), sandboxtest.Reply{Stdout: "v24.0.0\n"})
-	srv, err := local.New(local.WithExecutor(script), local.WithSeed(1))
+	ctx := context.Background()
+	srv, client, err := local.Listen(ctx, local.WithExecutor(script), local.WithSeed(1))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	client := start(srv)
-	ctx := context.Background()
 
 	sb, err := client.Create(ctx, sandbox.CreateParams{Name: "inspect-me"})
 	if err != nil {
@@ -63,16 +50,51 @@ func ExampleNew() {
 	// POST /v2/sandboxes/sessions/sbx_9SqLx3LrtcwfWdtfJ8hcKyByOCi6/cmd 200 Bearer [REDACTED]
 }
 
-// LeakedSandboxes lists the sandboxes left running; in a test,
-// sandboxtest's CheckLeaks (or AssertNoLeakedSandboxes) turns them into a failure.
-func ExampleServer_LeakedSandboxes() {
-	srv, err := local.New()
+// New, then Start (or Serve) on a listener of your own, for an address
+// other than a loopback port; the clients use URL and Token.
+func ExampleNew() {
+	srv, err := local.New(local.WithToken("a secret of the program"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	client := start(srv)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.Start(ln); err != nil {
+		log.Fatal(err)
+	}
+	client, err := sandbox.NewClient(sandbox.WithBaseURL(srv.URL()), sandbox.WithToken(srv.Token()),
+		sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = client.Create(context.Background(), sandbox.CreateParams{Name: "mine"})
+	fmt.Println(err)
+
+	// Another token is refused.
+	other, err := sandbox.NewClient(sandbox.WithBaseURL(srv.URL()), sandbox.WithToken("guessed"),
+		sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = other.Get(context.Background(), "mine")
+	fmt.Println(errors.Is(err, sandbox.ErrForbidden))
+	// Output:
+	// <nil>
+	// true
+}
+
+// LeakedSandboxes lists the sandboxes left running; in a test,
+// sandboxtest's CheckLeaks (or AssertNoLeakedSandboxes) turns them into a failure.
+func ExampleServer_LeakedSandboxes() {
 	ctx := context.Background()
+	srv, client, err := local.Listen(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
 
 	for _, name := range []string{"tidy", "forgotten", "removed"} {
 		sb, err := client.Create(ctx, sandbox.CreateParams{Name: name, Tags: map[string]string{"job": name}})
@@ -104,13 +126,12 @@ func ExampleServer_LeakedSandboxes() {
 // A disk quota per sandbox: an upload that would pass it is refused, and
 // so is a command that writes past it (killed, with a message).
 func ExampleWithDiskQuota() {
-	srv, err := local.New(local.WithDiskQuota(1<<20), local.WithSeed(1)) // 1 MiB per sandbox
+	ctx := context.Background()
+	srv, client, err := local.Listen(ctx, local.WithDiskQuota(1<<20), local.WithSeed(1)) // 1 MiB per sandbox
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	client := start(srv)
-	ctx := context.Background()
 	sb, err := client.Create(ctx, sandbox.CreateParams{})
 	if err != nil {
 		log.Fatal(err)

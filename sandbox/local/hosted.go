@@ -372,7 +372,7 @@ func (s *Server) rateHeaders(h http.Header, take bool) bool {
 }
 
 // jwtExpired reports whether tok is a JWT whose exp has passed at now.
-// Its signature is not checked: the server accepts any token.
+// Its signature is not checked: the server does not issue JWTs.
 func jwtExpired(tok string, now time.Time) bool {
 	parts := strings.Split(tok, ".")
 	if len(parts) != 3 {

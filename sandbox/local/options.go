@@ -15,6 +15,7 @@ type Option func(*config)
 type config struct {
 	exec          Executor
 	token         string
+	anyToken      bool
 	clock         func() time.Time
 	team          string
 	project       string
@@ -72,7 +73,7 @@ type mount struct {
 
 // WithMount serves the handler h returns for every path under prefix,
 // beside the API: its requests need the server's bearer token (a server
-// without WithToken refuses them all, since it would take any token) but are not
+// made WithAnyToken refuses them all, since it would take any token) but are not
 // recorded in the request log and do not pass through any Middleware.
 // Package fault mounts its control endpoint this way.
 func WithMount(prefix string, h func(s *Server) http.Handler) Option {
@@ -94,8 +95,18 @@ func WithMount(prefix string, h func(s *Server) http.Handler) Option {
 func WithExecutor(e Executor) Option { return func(c *config) { c.exec = e } }
 
 // WithToken makes the server accept exactly this bearer token. By default
-// any non-empty bearer token is accepted.
+// New draws a random token (see Server.Token), so that only those the
+// program gives it to can call the server; WithAnyToken accepts any.
+// An empty token leaves the default.
 func WithToken(token string) Option { return func(c *config) { c.token = token } }
+
+// WithAnyToken makes the server accept any non-empty bearer token, as
+// sandboxtest.NewServer and the sandboxtest-server command do by default:
+// right for tests, where any client should get in, and wrong for a
+// program that serves other users. WithToken wins over it. A server that
+// accepts any token refuses every request to a mounted endpoint (see
+// WithMount).
+func WithAnyToken() Option { return func(c *config) { c.anyToken = true } }
 
 // WithClock sets the clock behind every timestamp and session expiry. With
 // an injected clock, sessions expire only when a request (or an inspection

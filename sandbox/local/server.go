@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	cryptorand "crypto/rand"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -20,9 +21,9 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
-// DefaultToken is the bearer token Token reports when no WithToken option
-// was given. It is deliberately not a JWT, so the official SDK never tries
-// to refresh it as an OIDC token.
+// DefaultToken is the bearer token Token reports for a server made
+// WithAnyToken, which accepts any. It is deliberately not a JWT, so the
+// official SDK never tries to refresh it as an OIDC token.
 const DefaultToken = "sandboxtest-token"
 
 // closeGrace is how long Close lets in-flight requests finish on their own
@@ -82,6 +83,10 @@ func New(opts ...Option) (*Server, error) {
 	}
 	if len(cfg.errs) > 0 {
 		return nil, cfg.errs[0]
+	}
+	if cfg.token == "" && !cfg.anyToken {
+		// Not a JWT either: the official SDK never tries to refresh it.
+		cfg.token = "local_" + cryptorand.Text()
 	}
 	if cfg.maxTimeout == 0 {
 		cfg.maxTimeout = hostedMaxTimeout
@@ -211,7 +216,8 @@ func (s *Server) URL() string {
 	return s.url
 }
 
-// Token is a bearer token the server accepts.
+// Token is a bearer token the server accepts: the one of WithToken, else
+// the random one New drew, or DefaultToken for a server made WithAnyToken.
 func (s *Server) Token() string {
 	if s.cfg.token != "" {
 		return s.cfg.token
@@ -403,11 +409,12 @@ func (s *Server) authorize(r *http.Request) *apiError {
 }
 
 // authorizeMount checks a request to a mounted endpoint: it needs the
-// server's token, so a server that takes any token refuses them all.
+// server's token, so a server that takes any token (WithAnyToken) refuses
+// them all.
 func (s *Server) authorizeMount(r *http.Request) *apiError {
 	if s.cfg.token == "" {
 		return &apiError{status: http.StatusForbidden, code: codeForbidden,
-			message: "This endpoint needs a server token (WithToken, or --token): without one anyone could call it"}
+			message: "This endpoint needs a server token (WithToken, or --token), not WithAnyToken: without one anyone could call it"}
 	}
 	return s.authorizeToken(r)
 }

@@ -399,7 +399,7 @@ func TestHandlerAfterClose(t *testing.T) {
 	srv.Close()
 	req, err := http.NewRequest("POST", ts.URL+"/v3/sandboxes", nil)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer x")
+	req.Header.Set("Authorization", "Bearer "+srv.Token())
 	resp, err := ts.Client().Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

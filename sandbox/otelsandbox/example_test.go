@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -30,20 +29,18 @@ func ExampleWithTelemetry() {
 	// to sandbox.NewClient.
 	script := sandboxtest.NewScript()
 	script.Handle(sandboxtest.MatchName("echo"), sandboxtest.EchoHandler())
-	srv, err := local.New(local.WithExecutor(script))
+	ctx := context.Background()
+	srv, _, err := local.Listen(ctx, local.WithExecutor(script))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	client, err := sandbox.NewClient(sandbox.WithBaseURL(srv.URL()), sandbox.WithToken(srv.Token()),
+		sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID),
+		otelsandbox.WithTelemetry(otelsandbox.WithTracerProvider(tp), otelsandbox.WithMeterProvider(mp)))
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := srv.Start(ln); err != nil {
-		log.Fatal(err)
-	}
-	client := srv.Client(otelsandbox.WithTelemetry(otelsandbox.WithTracerProvider(tp), otelsandbox.WithMeterProvider(mp)))
-	ctx := context.Background()
 	sb, err := client.Create(ctx, sandbox.CreateParams{})
 	if err != nil {
 		log.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net"
 	"strings"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox"
@@ -21,20 +20,13 @@ import (
 func ExampleStart() {
 	// A local backend whose commands run as host processes on real
 	// terminals; with Vercel credentials, use sandbox.NewClient instead.
-	srv, err := local.New(local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
+	ctx := context.Background()
+	srv, client, err := local.Listen(ctx, local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := srv.Start(ln); err != nil {
-		log.Fatal(err)
-	}
-	ctx := context.Background()
-	sb, err := srv.Client().Create(ctx, sandbox.CreateParams{})
+	sb, err := client.Create(ctx, sandbox.CreateParams{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -30,6 +30,11 @@
 //
 //	srv.Script().Handle(sandboxtest.MatchArgs("npm", "ci"), sandboxtest.Reply{Stdout: "added 1 package\n"})
 //
+// The file calls of package sandbox that run commands (Stat, ReadDir,
+// Walk, MkdirTemp, RemoveAll, Rename, Chmod, Symlink, ...) need no
+// script: a Script plays them itself, on the sandbox's files, when no
+// handler matches (see Script and ExampleScript_fileCalls).
+//
 // Real commands run with local.WithExecutor(hostexec.New()) or the
 // isolated executor (packages sandbox/local/hostexec and
 // sandbox/local/isolated).

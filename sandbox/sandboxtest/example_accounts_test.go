@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
@@ -15,16 +14,12 @@ import (
 func ExampleAccounts() {
 	accounts := sandboxtest.NewAccounts()
 	script := accounts.Install(sandboxtest.NewScript())
-	srv, err := local.New(local.WithExecutor(script))
+	ctx := context.Background()
+	srv, client, err := local.Listen(ctx, local.WithExecutor(script))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	if err := srv.Start(mustListen()); err != nil {
-		log.Fatal(err)
-	}
-	client := srv.Client()
-	ctx := context.Background()
 	sb, err := client.Create(ctx, sandbox.CreateParams{})
 	if err != nil {
 		log.Fatal(err)
@@ -42,16 +37,13 @@ func ExampleAccounts_Executor() {
 	// Real processes for everything but the account tools and sudo, which
 	// are played: the host's users are never touched.
 	exec := sandboxtest.NewAccounts().Executor(hostexec.New())
-	srv, err := local.New(local.WithExecutor(exec))
+	ctx := context.Background()
+	srv, client, err := local.Listen(ctx, local.WithExecutor(exec))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	if err := srv.Start(mustListen()); err != nil {
-		log.Fatal(err)
-	}
-	ctx := context.Background()
-	sb, err := srv.Client().Create(ctx, sandbox.CreateParams{})
+	sb, err := client.Create(ctx, sandbox.CreateParams{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -62,12 +54,4 @@ func ExampleAccounts_Executor() {
 	// Output:
 	// /shared/devs <nil>
 	// a real echo
-}
-
-func mustListen() net.Listener {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	return ln
 }

@@ -3,10 +3,15 @@ package sandboxtest_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log"
 	"regexp"
+	"strings"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/sandboxtest"
 )
@@ -58,4 +63,43 @@ func ExampleScript() {
 	// python3: exit 127, stdout "", stderr "python3: command not found (sandboxtest.Script: no handler matched \"python3 -V\", 4 registered)\n"
 	// calls: 4
 	// unmatched: python3 -V
+}
+
+// The file calls that run commands work on a scripted server as they do
+// on Vercel: the Script plays find, mktemp, rm and the like itself, on
+// the sandbox's files, unless a handler of the test matches first.
+func ExampleScript_fileCalls() {
+	ctx := context.Background()
+	script := sandboxtest.NewScript()
+	srv, client, err := local.Listen(ctx, local.WithExecutor(script))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	sb, err := client.Create(ctx, sandbox.CreateParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fsys := sb.FS()
+	if err := fsys.WriteFile(ctx, "src/main.go", []byte("package main\n"), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	fi, err := fsys.Stat(ctx, "src/main.go")
+	fmt.Println(fi.Name(), fi.Size(), fi.Mode(), err)
+	for e, err := range fsys.Walk(ctx, "src") {
+		fmt.Println("walk:", e.Path, err)
+	}
+	dir, err := fsys.MkdirTemp(ctx, "", "build-*")
+	fmt.Println(strings.HasPrefix(dir, "/tmp/build-"), err)
+	fmt.Println(fsys.RemoveAll(ctx, "src"))
+	_, err = fsys.Stat(ctx, "src")
+	fmt.Println(errors.Is(err, fs.ErrNotExist))
+	fmt.Println("unmatched:", len(script.Unmatched()))
+	// Output:
+	// main.go 13 -rw-r--r-- <nil>
+	// walk: src/main.go <nil>
+	// true <nil>
+	// <nil>
+	// true
+	// unmatched: 0
 }

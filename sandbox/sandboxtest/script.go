@@ -99,9 +99,18 @@ func ScriptKillGrace(d time.Duration) ScriptOption {
 //
 // A command goes to the first handler whose Matcher accepts it: handlers
 // registered with Override come first, newest first; then handlers registered
-// with Handle, in registration order; then the fallback (see ScriptFallback).
-// A command that nothing matches fails with exit code 127 and a message on
-// standard error, and is listed by Unmatched.
+// with Handle, in registration order; then the file tools; then the fallback
+// (see ScriptFallback). A command that nothing matches fails with exit code
+// 127 and a message on standard error, and is listed by Unmatched.
+//
+// The file tools play the commands that the file calls of package sandbox
+// run (Stat, Lstat, ReadDir, Walk, Readlink, MkdirTemp, Remove, RemoveAll,
+// Rename, Chmod, Chown, Symlink, DirFS): find -printf, mktemp -d, rm, mv,
+// chmod, chown and ln -s, in exactly the form that package gives them,
+// on the sandbox's own directory (local.Cmd.Dir), with the exit codes
+// and messages of GNU coreutils and findutils. So those calls work on
+// what a test uploaded without being scripted, on any host; a handler
+// registered for the same command wins.
 //
 // A Script is safe for concurrent use; handlers may be added while commands
 // run. The zero value is ready to use.
@@ -213,6 +222,9 @@ func (s *Script) lookup(cmd *local.Cmd) (h Handler, matched bool, registered int
 			h = r.handler
 			break
 		}
+	}
+	if h == nil {
+		h = fileTool(cmd)
 	}
 	if h == nil && fallback != nil {
 		h = fallback

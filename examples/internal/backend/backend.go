@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 
 	"github.com/sbx-go/vercel-sandbox/auth"
 	"github.com/sbx-go/vercel-sandbox/auth/vercelcli"
@@ -26,10 +25,7 @@ import (
 type Backend struct {
 	creds auth.Provider // Vercel; nil when local
 
-	srv    *local.Server // local; nil on Vercel
-	ln     net.Listener
-	url    string
-	served chan struct{} // closed when the Serve goroutine has returned
+	srv *local.Server // local; nil on Vercel
 }
 
 // Open returns the Vercel backend when credentials are found in the
@@ -48,30 +44,15 @@ func open(ctx context.Context, w io.Writer, forceLocal bool, creds auth.Provider
 			return &Backend{creds: creds}, nil
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	srv, err := local.New(
-		local.WithExecutor(hostexec.New()),
-		local.WithHostPaths(true),
-	)
+	// The examples make their clients with NewClient, as another process
+	// would, rather than use the one Listen returns.
+	srv, _, err := local.Listen(ctx, local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
 	if err != nil {
 		return nil, fmt.Errorf("starting the embedded local server: %w", err)
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		srv.Close()
-		return nil, fmt.Errorf("starting the embedded local server: %w", err)
-	}
-	b := &Backend{srv: srv, ln: ln, url: "http://" + ln.Addr().String(), served: make(chan struct{})}
-	go func() {
-		defer close(b.served)
-		_ = srv.Serve(ln) // returns nil after Close
-	}()
-	fmt.Fprintf(w, "no Vercel credentials in use: using the embedded local server at %s\n", b.url)
+	fmt.Fprintf(w, "no Vercel credentials in use: using the embedded local server at %s\n", srv.URL())
 	fmt.Fprintln(w, "(it runs commands as local processes on this machine, without isolation)")
-	return b, nil
+	return &Backend{srv: srv}, nil
 }
 
 // Local reports whether b is the embedded local server.
@@ -83,7 +64,7 @@ func (b *Backend) URL() string {
 	if b.srv == nil {
 		return sandbox.DefaultBaseURL
 	}
-	return b.url
+	return b.srv.URL()
 }
 
 // NewClient returns a new, independent client for b, as another process
@@ -94,7 +75,7 @@ func (b *Backend) NewClient(opts ...sandbox.Option) (*sandbox.Client, error) {
 	if b.srv == nil {
 		base = []sandbox.Option{sandbox.WithCredentials(b.creds)}
 	} else {
-		base = []sandbox.Option{sandbox.WithBaseURL(b.url), sandbox.WithToken(b.srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID)}
+		base = []sandbox.Option{sandbox.WithBaseURL(b.srv.URL()), sandbox.WithToken(b.srv.Token()), sandbox.WithTeam(local.TeamID), sandbox.WithProject(local.ProjectID)}
 	}
 	return sandbox.NewClient(append(base, opts...)...)
 }
@@ -103,12 +84,7 @@ func (b *Backend) NewClient(opts ...sandbox.Option) (*sandbox.Client, error) {
 // kills their processes and returns once the server's goroutines have
 // ended. It does nothing for Vercel. Close may be called more than once.
 func (b *Backend) Close() {
-	if b.srv == nil {
-		return
+	if b.srv != nil {
+		b.srv.Close()
 	}
-	b.srv.Close()
-	// Serve returns without closing the listener when Close came first;
-	// otherwise the listener is closed already and this is a no-op.
-	_ = b.ln.Close()
-	<-b.served
 }

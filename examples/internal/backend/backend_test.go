@@ -51,14 +51,19 @@ func TestOpenLocal(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(res), "hello from ")
 
-	// The clients carry the server's token; options given to NewClient
-	// apply after the backend's own.
+	// The clients carry the server's own random token, which no other
+	// client knows; options given to NewClient apply after the backend's
+	// own.
 	auth1, team1 := lastAuth(ctx, t, b)
-	assert.Equal(t, "Bearer "+local.DefaultToken, auth1)
+	assert.Equal(t, "Bearer "+b.srv.Token(), auth1)
+	assert.NotEqual(t, "Bearer "+local.DefaultToken, auth1)
 	assert.Equal(t, local.TeamID, team1)
-	auth2, team2 := lastAuth(ctx, t, b, sandbox.WithToken("other-token"), sandbox.WithTeam("team_other"), sandbox.WithProject("prj_other"))
-	assert.Equal(t, "Bearer other-token", auth2)
+	_, team2 := lastAuth(ctx, t, b, sandbox.WithTeam("team_other"), sandbox.WithProject("prj_other"))
 	assert.Equal(t, "team_other", team2)
+	other, err := b.NewClient(sandbox.WithToken("other-token"))
+	require.NoError(t, err)
+	_, err = other.Get(ctx, sb.Name())
+	assert.ErrorIs(t, err, sandbox.ErrForbidden, "another token is refused")
 
 	// Close stops the sandboxes and the server; it can be called again.
 	b.Close()

@@ -62,6 +62,7 @@ func serve() int {
 	srv, err := local.New(append(inj.Options(),
 		local.WithExecutor(hostexec.New()),
 		local.WithHostPaths(true),
+		local.WithAnyToken(),
 		local.WithSeed(cfg.Seed),
 		local.WithStreamCut(cfg.StreamCut),
 		local.WithLogsRace(cfg.LogsRace),

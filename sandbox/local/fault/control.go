@@ -27,8 +27,8 @@ import (
 //	DELETE /_sandboxtest/faults/{id}  remove one fault
 //	GET    /_sandboxtest/requests     the requests received (local.Server.Requests)
 //
-// Every call needs the server's bearer token: a server made without
-// local.WithToken, which takes any token, refuses them all. Control calls are not
+// Every call needs the server's bearer token: a server made with
+// local.WithAnyToken, which takes any token, refuses them all. Control calls are not
 // recorded in the request log and are never faulted.
 const ControlPrefix = "/_sandboxtest"
 

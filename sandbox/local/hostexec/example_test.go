@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
 
 	"github.com/sbx-go/vercel-sandbox/command"
 	"github.com/sbx-go/vercel-sandbox/sandbox"
@@ -19,20 +18,12 @@ import (
 // real exit codes, and files shared with the client through the
 // sandbox's directory.
 func ExampleNew() {
-	srv, err := local.New(local.WithExecutor(hostexec.New()))
+	ctx := context.Background()
+	srv, client, err := local.Listen(ctx, local.WithExecutor(hostexec.New()))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := srv.Start(ln); err != nil {
-		log.Fatal(err)
-	}
-	client := srv.Client()
-	ctx := context.Background()
 
 	sb, err := client.Create(ctx, sandbox.CreateParams{})
 	if err != nil {

@@ -3,7 +3,6 @@ package isolated_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox"
@@ -24,20 +23,13 @@ func ExampleNew() {
 		fmt.Println(err) // wraps isolated.ErrUnavailable
 		return
 	}
-	srv, err := local.New(local.WithExecutor(iso))
+	ctx := context.Background()
+	srv, client, err := local.Listen(ctx, local.WithExecutor(iso))
 	if err != nil {
 		panic(err)
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	if err := srv.Start(ln); err != nil {
-		panic(err)
-	}
-	ctx := context.Background()
-	sb, err := srv.Client().Create(ctx, sandbox.CreateParams{})
+	sb, err := client.Create(ctx, sandbox.CreateParams{})
 	if err != nil {
 		panic(err)
 	}

@@ -112,4 +112,13 @@ func TestRunControlNeedsToken(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, 403, resp.StatusCode, "no fault injected without --token")
+
+	// The API itself takes any token, as documented.
+	req, err = http.NewRequest("GET", base+"/v2/sandboxes", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer anything")
+	resp, err = hc.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode, "any token without --token")
 }

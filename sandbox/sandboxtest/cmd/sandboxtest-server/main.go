@@ -109,6 +109,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts = append(opts, inj.Options()...)
 	if *token != "" {
 		opts = append(opts, local.WithToken(*token))
+	} else {
+		opts = append(opts, local.WithAnyToken())
 	}
 	if *dir != "" {
 		opts = append(opts, local.WithDir(*dir))

@@ -30,25 +30,12 @@ func (s *Server) handleRunCommand(w http.ResponseWriter, r *http.Request) *apiEr
 	if aerr := decodeBody(r, &req); aerr != nil {
 		return aerr
 	}
-	if req.Command == "" {
-		return badRequest("command must not be empty.")
-	}
-	if aerr := s.envTooLarge(req.Env); aerr != nil {
-		return aerr
-	}
 	if req.Timeout != nil && *req.Timeout < 100 {
 		return badRequest("timeout must be at least 100 ms.")
 	}
-	cwd := sess.cwd
-	if req.Cwd != "" {
-		cwd = s.resolvePath(sess.cwd, req.Cwd)
-	}
-	hostCwd, err := s.hostPath(sess.sb, cwd)
-	if err == nil {
-		hostCwd, err = makeDirIn(sess.sb.dir, hostCwd)
-	}
-	if err != nil {
-		return badRequest("Invalid cwd %q: %v", req.Cwd, err)
+	cwd, hostCwd, aerr := s.checkRun(sess, req.Command, req.Env, req.Cwd)
+	if aerr != nil {
+		return aerr
 	}
 
 	c, started, aerr := s.registerCommand(sess, &req, cwd)
@@ -95,7 +82,7 @@ func (s *Server) registerCommand(sess *sessionRec, req *wire.CommandRequest, cwd
 		name:      req.Command,
 		args:      args,
 		cwd:       cwd,
-		env:       mergeEnv(sess.sb.env, req.Env),
+		env:       s.runEnv(sess, req.Env),
 		sudo:      req.Sudo,
 		timeoutMs: req.Timeout,
 		startedAt: s.nowMs(),
@@ -116,26 +103,8 @@ func (s *Server) registerCommand(sess *sessionRec, req *wire.CommandRequest, cwd
 // command at all: it is returned for the caller to refuse.
 func (s *Server) startCommand(c *commandRec, hostCwd string) *NotFoundError {
 	sess := c.sess
-	cmd := &Cmd{
-		SandboxName: sess.sb.name,
-		SessionID:   sess.id,
-		CommandID:   c.id,
-		Name:        c.name,
-		Args:        append([]string(nil), c.args...),
-		Env:         mergeEnv(s.commandEnv(sess.sb), c.env),
-		Cwd:         c.cwd,
-		Sudo:        c.sudo,
-		Dir:         sess.sb.dir,
-		HostCwd:     hostCwd,
-		EtcDir:      etcDir(sess.sb),
-		Stdout:      c.out.writer(streamStdout),
-		Stderr:      c.out.writer(streamStderr),
-	}
-	s.mu.Lock()
-	if sess.sb.policySet && sess.policy != nil {
-		cmd.NetworkPolicy = sess.policy.Mode
-	}
-	s.mu.Unlock()
+	cmd := s.execCmd(sess, c.id, c.name, c.args, c.env, c.cwd, hostCwd, c.sudo)
+	cmd.Stdout, cmd.Stderr = c.out.writer(streamStdout), c.out.writer(streamStderr)
 	proc, err := s.exec.Start(sess.ctx, cmd)
 	var nf *NotFoundError
 	switch {
@@ -185,6 +154,65 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) *NotFoundError {
 		s.finishCommand(c, code)
 	}()
 	return nil
+}
+
+// checkRun checks what a client asks to run in sess, through the command
+// endpoint or on a terminal, and resolves its working directory (asked,
+// or the session's): the sandbox path, and the host path behind it, made
+// inside the sandbox when missing and never through a link that leaves
+// it.
+func (s *Server) checkRun(sess *sessionRec, name string, env map[string]string, asked string) (cwd, hostCwd string, aerr *apiError) {
+	if name == "" {
+		return "", "", badRequest("command must not be empty.")
+	}
+	if aerr := s.envTooLarge(env); aerr != nil {
+		return "", "", aerr
+	}
+	cwd = sess.cwd
+	if asked != "" {
+		cwd = s.resolvePath(sess.cwd, asked)
+	}
+	hostCwd, err := s.hostPath(sess.sb, cwd)
+	if err == nil {
+		hostCwd, err = makeDirIn(sess.sb.dir, hostCwd)
+	}
+	if err != nil {
+		return "", "", badRequest("Invalid cwd %q: %v", asked, err)
+	}
+	return cwd, hostCwd, nil
+}
+
+// runEnv is the environment of a command of sess that asked for env: the
+// sandbox's, with env over it. Called with s.mu held.
+func (s *Server) runEnv(sess *sessionRec, env map[string]string) map[string]string {
+	return mergeEnv(sess.sb.env, env)
+}
+
+// execCmd is what the executor gets to run a command of sess, whether
+// it came through the command endpoint or a terminal: the sandbox's
+// users, environment (env is runEnv's), working directory (from
+// checkRun) and network policy are a terminal's as any command's. The
+// caller sets its output.
+func (s *Server) execCmd(sess *sessionRec, id, name string, args []string, env map[string]string, cwd, hostCwd string, sudo bool) *Cmd {
+	cmd := &Cmd{
+		SandboxName: sess.sb.name,
+		SessionID:   sess.id,
+		CommandID:   id,
+		Name:        name,
+		Args:        append([]string(nil), args...),
+		Env:         mergeEnv(s.commandEnv(sess.sb), env),
+		Cwd:         cwd,
+		Sudo:        sudo,
+		Dir:         sess.sb.dir,
+		HostCwd:     hostCwd,
+		EtcDir:      etcDir(sess.sb),
+	}
+	s.mu.Lock()
+	if sess.sb.policySet && sess.policy != nil {
+		cmd.NetworkPolicy = sess.policy.Mode
+	}
+	s.mu.Unlock()
+	return cmd
 }
 
 // unregisterCommand forgets c, which never started, and releases what

@@ -121,7 +121,12 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) *NotFoundError {
 	}
 	s.mu.Lock()
 	c.proc = proc
+	pending := c.pending
+	c.pending = nil
 	s.mu.Unlock()
+	for _, sig := range pending {
+		s.signal(c, proc, sig) // asked for while Start ran
+	}
 	if sess.ctx.Err() != nil {
 		_ = proc.Signal(signalKill) // the session stopped while Start ran
 	}
@@ -465,18 +470,29 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) *apiError {
 	running := c.exitCode == nil
 	if running {
 		c.signals = append(c.signals, sig)
+		if proc == nil {
+			// The executor is starting it: startCommand delivers it.
+			c.pending = append(c.pending, sig)
+		}
 	}
 	s.mu.Unlock()
 	if running && proc != nil {
-		signal := proc.Signal
-		if ls, ok := proc.(LeaderSignaler); ok && s.hosted() {
-			signal = ls.SignalLeader
-		}
-		if err := signal(sig); err != nil {
-			s.log.Warn("local: signal failed", "command", cid, "signal", sig, "err", err)
-		}
+		s.signal(c, proc, sig)
 	}
 	return s.writeLocked(w, func() any { return wire.CommandResponse{Command: commandWire(c)} })
+}
+
+// signal sends sig to proc, the process of c, as a kill request asks:
+// in the default mode to the command's process alone where the executor
+// can (see LeaderSignaler).
+func (s *Server) signal(c *commandRec, proc Process, sig int) {
+	signal := proc.Signal
+	if ls, ok := proc.(LeaderSignaler); ok && s.hosted() {
+		signal = ls.SignalLeader
+	}
+	if err := signal(sig); err != nil {
+		s.log.Warn("local: signal failed", "command", c.id, "signal", sig, "err", err)
+	}
 }
 
 // handleLogs serves GET …/cmd/{cid}/logs: every output frame from the

@@ -336,7 +336,8 @@ func prlimit(pid, resource int, lim, old *syscall.Rlimit) error {
 }
 
 // Signal sends sig to the sandbox: SIGKILL ends the whole sandbox at once;
-// other signals go to the command's process group.
+// other signals go to the command's process group on a terminal, and to
+// the command's process elsewhere (its end ends the sandbox).
 func (p *Process) Signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -352,7 +353,9 @@ func (p *Process) Signal(sig syscall.Signal) error {
 		return err
 	}
 	for _, pid := range p.children() {
-		// The command leads its own session and process group.
+		// On a terminal the command leads its own session and process
+		// group (setsid -c); elsewhere it is in the group of the init
+		// process, which bwrap made, and gets the signal alone.
 		if err := syscall.Kill(-pid, sig); errors.Is(err, syscall.ESRCH) {
 			_ = syscall.Kill(pid, sig)
 		}

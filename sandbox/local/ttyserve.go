@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -80,12 +81,12 @@ func (s *Server) servePTY(w http.ResponseWriter, r *http.Request) bool {
 	ctx := sess.ctx
 	start, err := readStart(ctx, conn)
 	if err != nil {
-		_ = conn.Close(websocket.StatusPolicyViolation, err.Error())
+		_ = conn.Close(websocket.StatusPolicyViolation, closeReason(err.Error()))
 		return true
 	}
 	cmd, aerr := s.ttyCmd(sess, start)
 	if aerr != nil {
-		_ = conn.Close(websocket.StatusPolicyViolation, aerr.message)
+		_ = conn.Close(websocket.StatusPolicyViolation, closeReason(aerr.message))
 		return true
 	}
 	cmd.Stdout = &wsOutput{ctx: ctx, conn: conn}
@@ -118,6 +119,24 @@ func (s *Server) servePTY(w http.ResponseWriter, r *http.Request) bool {
 	}
 	<-waited
 	return true
+}
+
+// maxCloseReason is the longest reason a close frame carries (RFC 6455:
+// a control frame's 125 bytes, less the status code's two).
+const maxCloseReason = 123
+
+// closeReason is msg cut to fit a close frame, on a character boundary:
+// a longer reason would fail the close, and the client would see the
+// connection drop instead of why.
+func closeReason(msg string) string {
+	if len(msg) <= maxCloseReason {
+		return msg
+	}
+	cut := maxCloseReason - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }
 
 // readStart reads the start frame.

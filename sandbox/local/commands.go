@@ -32,25 +32,12 @@ func (s *Server) handleRunCommand(w http.ResponseWriter, r *http.Request) *apiEr
 	if aerr := decodeBody(r, &req); aerr != nil {
 		return aerr
 	}
-	if req.Command == "" {
-		return badRequest("command must not be empty.")
-	}
-	if aerr := s.envTooLarge(req.Env); aerr != nil {
-		return aerr
-	}
 	if req.Timeout != nil && *req.Timeout < 100 {
 		return badRequest("timeout must be at least 100 ms.")
 	}
-	cwd := sess.cwd
-	if req.Cwd != "" {
-		cwd = s.resolvePath(sess.cwd, req.Cwd)
-	}
-	hostCwd, err := s.hostPath(sess.sb, cwd)
-	if err == nil {
-		hostCwd, err = makeDirIn(sess.sb.dir, hostCwd)
-	}
-	if err != nil {
-		return badRequest("Invalid cwd %q: %v", req.Cwd, err)
+	cwd, hostCwd, aerr := s.checkRun(sess, req.Command, req.Env, req.Cwd)
+	if aerr != nil {
+		return aerr
 	}
 
 	c, started, aerr := s.registerCommand(sess, &req, cwd)
@@ -97,7 +84,7 @@ func (s *Server) registerCommand(sess *sessionRec, req *wire.CommandRequest, cwd
 		name:      req.Command,
 		args:      args,
 		cwd:       cwd,
-		env:       mergeEnv(sess.sb.env, req.Env),
+		env:       s.runEnv(sess, req.Env),
 		sudo:      req.Sudo,
 		timeoutMs: req.Timeout,
 		startedAt: s.nowMs(),
@@ -118,26 +105,8 @@ func (s *Server) registerCommand(sess *sessionRec, req *wire.CommandRequest, cwd
 // command at all: it is returned for the caller to refuse.
 func (s *Server) startCommand(c *commandRec, hostCwd string) *NotFoundError {
 	sess := c.sess
-	cmd := &Cmd{
-		SandboxName: sess.sb.name,
-		SessionID:   sess.id,
-		CommandID:   c.id,
-		Name:        c.name,
-		Args:        append([]string(nil), c.args...),
-		Env:         mergeEnv(s.commandEnv(sess.sb), c.env),
-		Cwd:         c.cwd,
-		Sudo:        c.sudo,
-		Dir:         sess.sb.dir,
-		HostCwd:     hostCwd,
-		EtcDir:      etcDir(sess.sb),
-		Stdout:      c.out.writer(streamStdout),
-		Stderr:      c.out.writer(streamStderr),
-	}
-	s.mu.Lock()
-	if sess.sb.policySet && sess.policy != nil {
-		cmd.NetworkPolicy = sess.policy.Mode
-	}
-	s.mu.Unlock()
+	cmd := s.execCmd(sess, c.id, c.name, c.args, c.env, c.cwd, hostCwd, c.sudo)
+	cmd.Stdout, cmd.Stderr = c.out.writer(streamStdout), c.out.writer(streamStderr)
 	proc, err := s.exec.Start(sess.ctx, cmd)
 	var nf *NotFoundError
 	switch {
@@ -154,7 +123,12 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) *NotFoundError {
 	}
 	s.mu.Lock()
 	c.proc = proc
+	pending := c.pending
+	c.pending = nil
 	s.mu.Unlock()
+	for _, sig := range pending {
+		s.signal(c, proc, sig) // asked for while Start ran
+	}
 	if sess.ctx.Err() != nil {
 		_ = proc.Signal(signalKill) // the session stopped while Start ran
 	}
@@ -187,6 +161,65 @@ func (s *Server) startCommand(c *commandRec, hostCwd string) *NotFoundError {
 		s.finishCommand(c, code)
 	}()
 	return nil
+}
+
+// checkRun checks what a client asks to run in sess, through the command
+// endpoint or on a terminal, and resolves its working directory (asked,
+// or the session's): the sandbox path, and the host path behind it, made
+// inside the sandbox when missing and never through a link that leaves
+// it.
+func (s *Server) checkRun(sess *sessionRec, name string, env map[string]string, asked string) (cwd, hostCwd string, aerr *apiError) {
+	if name == "" {
+		return "", "", badRequest("command must not be empty.")
+	}
+	if aerr := s.envTooLarge(env); aerr != nil {
+		return "", "", aerr
+	}
+	cwd = sess.cwd
+	if asked != "" {
+		cwd = s.resolvePath(sess.cwd, asked)
+	}
+	hostCwd, err := s.hostPath(sess.sb, cwd)
+	if err == nil {
+		hostCwd, err = makeDirIn(sess.sb.dir, hostCwd)
+	}
+	if err != nil {
+		return "", "", badRequest("Invalid cwd %q: %v", asked, err)
+	}
+	return cwd, hostCwd, nil
+}
+
+// runEnv is the environment of a command of sess that asked for env: the
+// sandbox's, with env over it. Called with s.mu held.
+func (s *Server) runEnv(sess *sessionRec, env map[string]string) map[string]string {
+	return mergeEnv(sess.sb.env, env)
+}
+
+// execCmd is what the executor gets to run a command of sess, whether
+// it came through the command endpoint or a terminal: the sandbox's
+// users, environment (env is runEnv's), working directory (from
+// checkRun) and network policy are a terminal's as any command's. The
+// caller sets its output.
+func (s *Server) execCmd(sess *sessionRec, id, name string, args []string, env map[string]string, cwd, hostCwd string, sudo bool) *Cmd {
+	cmd := &Cmd{
+		SandboxName: sess.sb.name,
+		SessionID:   sess.id,
+		CommandID:   id,
+		Name:        name,
+		Args:        append([]string(nil), args...),
+		Env:         mergeEnv(s.commandEnv(sess.sb), env),
+		Cwd:         cwd,
+		Sudo:        sudo,
+		Dir:         sess.sb.dir,
+		HostCwd:     hostCwd,
+		EtcDir:      etcDir(sess.sb),
+	}
+	s.mu.Lock()
+	if sess.sb.policySet && sess.policy != nil {
+		cmd.NetworkPolicy = sess.policy.Mode
+	}
+	s.mu.Unlock()
+	return cmd
 }
 
 // unregisterCommand forgets c, which never started, and releases what
@@ -464,18 +497,29 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) *apiError {
 	running := c.exitCode == nil
 	if running {
 		c.signals = append(c.signals, sig)
+		if proc == nil {
+			// The executor is starting it: startCommand delivers it.
+			c.pending = append(c.pending, sig)
+		}
 	}
 	s.mu.Unlock()
 	if running && proc != nil {
-		signal := proc.Signal
-		if ls, ok := proc.(LeaderSignaler); ok && s.hosted() {
-			signal = ls.SignalLeader
-		}
-		if err := signal(sig); err != nil {
-			s.log.Warn("local: signal failed", "command", cid, "signal", sig, "err", err)
-		}
+		s.signal(c, proc, sig)
 	}
 	return s.writeLocked(w, func() any { return wire.CommandResponse{Command: commandWire(c)} })
+}
+
+// signal sends sig to proc, the process of c, as a kill request asks:
+// in the default mode to the command's process alone where the executor
+// can (see LeaderSignaler).
+func (s *Server) signal(c *commandRec, proc Process, sig int) {
+	signal := proc.Signal
+	if ls, ok := proc.(LeaderSignaler); ok && s.hosted() {
+		signal = ls.SignalLeader
+	}
+	if err := signal(sig); err != nil {
+		s.log.Warn("local: signal failed", "command", c.id, "signal", sig, "err", err)
+	}
 }
 
 // handleLogs serves GET …/cmd/{cid}/logs: every output frame from the

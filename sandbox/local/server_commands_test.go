@@ -334,3 +334,46 @@ func TestSessionsCommandsAreScoped(t *testing.T) {
 	c := h.run(a.Session.ID, "echo", "x")
 	h.fail(http.StatusNotFound, "not_found", "GET", sessPath(b.Session.ID, "/cmd/", c.ID), nil)
 }
+
+// A kill that arrives while the executor is still starting the command
+// (a client that learned its id from a list, say) is delivered once the
+// command has started, not recorded and dropped.
+func TestKillDuringStartIsDelivered(t *testing.T) {
+	t.Parallel()
+	for _, hosted := range []bool{false, true} {
+		h := newHarness(t)
+		if hosted {
+			h = newHostedHarness(t)
+		}
+		sid := h.create(map[string]any{}).Session.ID
+		answered := make(chan int, 1)
+		go func() {
+			status, _ := h.call("POST", sessPath(sid, "/cmd"), map[string]any{"command": "slow-start", "args": []string{"start"}})
+			answered <- status
+		}()
+		var cid string
+		require.Eventually(t, func() bool {
+			for _, c := range h.srv.Commands() {
+				if c.Command.Name == "slow-start" {
+					cid = c.Command.ID
+				}
+			}
+			return cid != ""
+		}, 10*time.Second, time.Millisecond, "the command is registered")
+		h.ok("POST", sessPath(sid, "/cmd/", cid, "/kill"), map[string]any{"signal": 15}, nil)
+		h.exec.open("start")
+		require.Equal(t, http.StatusOK, <-answered)
+		var code *int
+		assert.Eventually(t, func() bool {
+			for _, c := range h.srv.Commands() {
+				if c.Command.ID == cid {
+					code = c.Command.ExitCode
+				}
+			}
+			return code != nil
+		}, 10*time.Second, time.Millisecond, "hosted=%v: the SIGTERM reached the command", hosted)
+		if code != nil {
+			assert.Equal(t, 143, *code, "hosted=%v", hosted)
+		}
+	}
+}

@@ -38,6 +38,8 @@ import (
 //	block GATE      print "started\n", wait until GATE is opened, print
 //	                "finished\n" and exit 0
 //	fail-start      Start fails
+//	slow-start GATE Start returns once GATE is opened; the command then
+//	                waits for a signal or the session's end
 //
 // A blocked command that receives a signal exits with 128+signal; when the
 // session ends it exits with 137.
@@ -86,6 +88,9 @@ func (e *fakeExec) Start(ctx context.Context, cmd *local.Cmd) (local.Process, er
 	if cmd.Name == "fail-start" {
 		return nil, errors.New("no such program")
 	}
+	if cmd.Name == "slow-start" {
+		<-e.gate(cmd.Args[0])
+	}
 	p := &fakeProc{sig: make(chan int, 16), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
@@ -125,6 +130,13 @@ func (e *fakeExec) run(ctx context.Context, cmd *local.Cmd, sig <-chan int) int 
 		_, _ = io.WriteString(cmd.Stdout, strings.Join(lines, ""))
 	case "pwd":
 		_, _ = io.WriteString(cmd.Stdout, cmd.Cwd+"\n"+cmd.HostCwd+"\n")
+	case "slow-start":
+		select {
+		case s := <-sig:
+			return 128 + s
+		case <-ctx.Done():
+			return 128 + 9
+		}
 	case "block":
 		_, _ = io.WriteString(cmd.Stdout, "started\n")
 		select {

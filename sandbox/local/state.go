@@ -143,6 +143,7 @@ type commandRec struct {
 	durationMs *int64
 	endedAt    int64 // ms on the server's clock, once exitCode is set
 	signals    []int
+	pending    []int // signals asked for before Start returned, to deliver then
 	timedOut   bool
 	// sessionEnded: the command was still running when its session ended.
 	sessionEnded bool

@@ -21,7 +21,10 @@ type TTYExecutor interface {
 	// writes to the terminal goes to cmd.Stdout (cmd.Stderr is not used).
 	// ctx is cancelled when the sandbox session ends; the process must then
 	// die. A command that cannot be found or run ends with a message and
-	// exit code 127 or 126, as in Start.
+	// exit code 127 or 126, as in Start. The server fills cmd as it
+	// fills a command given to Start (working directory, EtcDir,
+	// environment, network policy): a terminal is a command of its
+	// sandbox.
 	StartTTY(ctx context.Context, cmd *Cmd, rows, cols int) (TTYProcess, error)
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -80,14 +81,17 @@ func (s *Server) servePTY(w http.ResponseWriter, r *http.Request) bool {
 	ctx := sess.ctx
 	start, err := readStart(ctx, conn)
 	if err != nil {
-		_ = conn.Close(websocket.StatusPolicyViolation, err.Error())
+		_ = conn.Close(websocket.StatusPolicyViolation, closeReason(err.Error()))
 		return true
 	}
-	cmd, rows, cols, err := s.ttyCmd(sess, start, &wsOutput{ctx: ctx, conn: conn})
-	if err != nil {
-		_ = conn.Close(websocket.StatusPolicyViolation, err.Error())
+	cmd, aerr := s.ttyCmd(sess, start)
+	if aerr != nil {
+		_ = conn.Close(websocket.StatusPolicyViolation, closeReason(aerr.message))
 		return true
 	}
+	cmd.Stdout = &wsOutput{ctx: ctx, conn: conn}
+	cmd.Stderr = cmd.Stdout
+	rows, cols := ttySize(start.Rows, 24), ttySize(start.Cols, 80)
 	var proc TTYProcess
 	var code int
 	if proc, err = tx.StartTTY(ctx, cmd, rows, cols); err != nil {
@@ -117,6 +121,24 @@ func (s *Server) servePTY(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// maxCloseReason is the longest reason a close frame carries (RFC 6455:
+// a control frame's 125 bytes, less the status code's two).
+const maxCloseReason = 123
+
+// closeReason is msg cut to fit a close frame, on a character boundary:
+// a longer reason would fail the close, and the client would see the
+// connection drop instead of why.
+func closeReason(msg string) string {
+	if len(msg) <= maxCloseReason {
+		return msg
+	}
+	cut := maxCloseReason - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
+}
+
 // readStart reads the start frame.
 func readStart(ctx context.Context, conn *websocket.Conn) (wire.PTYStartFrame, error) {
 	var start wire.PTYStartFrame
@@ -133,42 +155,24 @@ func readStart(ctx context.Context, conn *websocket.Conn) (wire.PTYStartFrame, e
 	return start, nil
 }
 
-// ttyCmd builds the command of a start frame, as startCommand does for
-// the command endpoint.
-func (s *Server) ttyCmd(sess *sessionRec, start wire.PTYStartFrame, out io.Writer) (*Cmd, int, int, error) {
-	cwd := sess.cwd
-	if start.Cwd != "" {
-		cwd = s.resolvePath(sess.cwd, start.Cwd)
-	}
-	hostCwd, err := s.hostPath(sess.sb, cwd)
-	if err != nil {
-		return nil, 0, 0, errors.New("invalid cwd")
-	}
+// ttyCmd builds the command of a start frame as the command endpoint
+// builds any other (checkRun, runEnv, execCmd): a terminal is a command
+// of its sandbox.
+func (s *Server) ttyCmd(sess *sessionRec, start wire.PTYStartFrame) (*Cmd, *apiError) {
 	env := map[string]string{}
 	for _, kv := range start.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
 			env[k] = v
 		}
 	}
-	cmd := &Cmd{
-		SandboxName: sess.sb.name,
-		SessionID:   sess.id,
-		CommandID:   s.ids.commandID(),
-		Name:        start.Command,
-		Args:        append([]string(nil), start.Args...),
-		Cwd:         cwd,
-		Dir:         sess.sb.dir,
-		HostCwd:     hostCwd,
-		Stdout:      out,
-		Stderr:      out,
+	cwd, hostCwd, aerr := s.checkRun(sess, start.Command, env, start.Cwd)
+	if aerr != nil {
+		return nil, aerr
 	}
 	s.mu.Lock()
-	cmd.Env = mergeEnv(sess.sb.env, env)
-	if sess.sb.policySet && sess.policy != nil {
-		cmd.NetworkPolicy = sess.policy.Mode
-	}
+	env = s.runEnv(sess, env)
 	s.mu.Unlock()
-	return cmd, ttySize(start.Rows, 24), ttySize(start.Cols, 80), nil
+	return s.execCmd(sess, s.ids.commandID(), start.Command, start.Args, env, cwd, hostCwd, false), nil
 }
 
 // ttySize is n when it is a terminal dimension, else def.

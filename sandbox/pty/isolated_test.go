@@ -184,3 +184,33 @@ func hostSleeps(t *testing.T, marker string) []int {
 	}
 	return pids
 }
+
+// A terminal is a command of its sandbox: it sees the sandbox's own
+// users (alice, made with the client; sudo -u alice), environment,
+// directory and limits, as any other command does.
+func TestIsolatedTerminalIsACommand(t *testing.T) {
+	t.Parallel()
+	iso, err := isolated.New()
+	if errors.Is(err, isolated.ErrUnavailable) {
+		t.Skipf("SKIPPED: terminals on the isolated executor need bubblewrap and user namespaces: %v", err)
+	}
+	require.NoError(t, err)
+	if ok, why := iso.Users(); !ok {
+		t.Skipf("SKIPPED: no users in sandboxes here: %s", why)
+	}
+	_, sb := newSandboxOn(t, []local.Option{local.WithExecutor(iso)})
+	_, err = sb.CreateUser(t.Context(), "alice")
+	require.NoError(t, err)
+	assertTerminalIsACommand(t, sb)
+
+	out := newScreen()
+	code, err := pty.Run(t.Context(), sb, &pty.Cmd{Name: "id", Args: []string{"-un"}, Sudo: true, Stdout: out})
+	require.NoError(t, err)
+	assert.Equal(t, 0, code, out.String())
+	assert.Equal(t, "root\r\n", out.String())
+	out = newScreen()
+	code, err = pty.Run(t.Context(), sb, &pty.Cmd{Name: "sudo", Args: []string{"-u", "alice", "--", "sh", "-c", "echo $(id -un) $HOME"}, Stdout: out})
+	require.NoError(t, err)
+	assert.Equal(t, 0, code, out.String())
+	assert.Equal(t, "alice /home/alice\r\n", out.String())
+}

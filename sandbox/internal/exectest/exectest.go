@@ -5,13 +5,20 @@ package exectest
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sbx-go/vercel-sandbox/command"
+	"github.com/sbx-go/vercel-sandbox/sandbox"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 )
 
@@ -101,4 +108,75 @@ func HostProcesses(t testing.TB, s string) []string {
 		}
 	}
 	return found
+}
+
+// signalWait bounds how long the signal tests wait for their commands
+// to end: the commands sleep far longer, so one still running then never
+// got its signal.
+const signalWait = 20 * time.Second
+
+// SignalAtOnce starts sh -c "sleep 30" with e n times, in a sandbox
+// backed by dir, and sends each SIGTERM as soon as its Start returns:
+// every one must end of it, with exit code 143. A signal sent while the
+// executor still sets the command up must not be lost.
+func SignalAtOnce(t *testing.T, e local.Executor, dir string, n int) {
+	t.Helper()
+	procs := make([]local.Process, n)
+	codes := make([]chan Result, n)
+	for i := range n {
+		p, err := e.Start(t.Context(), &local.Cmd{
+			SandboxName: "signals", Name: "sh", Args: []string{"-c", "sleep 30"},
+			Cwd: "/vercel/sandbox", Dir: dir, HostCwd: dir, Stdout: io.Discard, Stderr: io.Discard,
+		})
+		require.NoError(t, err)
+		require.NoError(t, p.Signal(int(syscall.SIGTERM)))
+		procs[i], codes[i] = p, make(chan Result, 1)
+		go func() {
+			code, err := p.Wait()
+			codes[i] <- Result{code, err}
+		}()
+	}
+	deadline := time.After(signalWait)
+	lost := 0
+	for i, p := range procs {
+		var r Result
+		select {
+		case r = <-codes[i]:
+		case <-deadline:
+			require.NoError(t, p.Signal(int(syscall.SIGKILL)))
+			r = <-codes[i]
+		}
+		require.NoError(t, r.Err)
+		if r.Code != 128+int(syscall.SIGTERM) {
+			lost++
+		}
+	}
+	assert.Zero(t, lost, "SIGTERM sent at once was lost %d times in %d", lost, n)
+}
+
+// SignalAtOnceThroughAPI does what SignalAtOnce does through sb, with the
+// public client: sb.Command(...).Start, then at once Handle.Signal.
+func SignalAtOnceThroughAPI(t *testing.T, sb *sandbox.Sandbox, n int) {
+	t.Helper()
+	handles := make([]*command.Handle, n)
+	for i := range n {
+		h, err := sb.Command("sh", "-c", "sleep 30").Start(t.Context())
+		require.NoError(t, err)
+		require.NoError(t, h.Signal(t.Context(), command.SIGTERM))
+		handles[i] = h
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), signalWait)
+	defer cancel()
+	lost := 0
+	for _, h := range handles {
+		res, err := h.Wait(ctx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			require.NoError(t, h.Kill(t.Context()))
+		}
+		var ee *command.ExitError
+		if !errors.As(err, &ee) || res.ExitCode() != 128+int(syscall.SIGTERM) {
+			lost++
+		}
+	}
+	assert.Zero(t, lost, "SIGTERM sent at once was lost %d times in %d", lost, n)
 }

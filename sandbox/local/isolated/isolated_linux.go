@@ -393,7 +393,8 @@ type isolatedProcess struct {
 }
 
 // Signal implements Process: SIGKILL ends the whole sandbox; other signals
-// go to the command's process group.
+// go to the command's process group on a terminal, and to the command's
+// process elsewhere (whose end ends the sandbox).
 func (p *isolatedProcess) Signal(sig int) error {
 	if sig < 0 {
 		return fmt.Errorf("isolated: invalid signal %d", sig)

@@ -1,6 +1,7 @@
 package isolate
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,8 +107,9 @@ const (
 // with EAGAIN.
 const startRetries = 20
 
-// Start starts spec in a new sandbox and returns once its command is
-// about to start, bound by its limits.
+// Start starts spec in a new sandbox and returns once its command's
+// process exists, bound by its limits (or has already ended): a signal
+// sent from then on reaches it.
 func (e *Engine) Start(spec *Spec, o Options) (_ *Process, err error) {
 	l, err := e.acquire()
 	if err != nil {
@@ -243,7 +245,58 @@ func (e *Engine) Start(spec *Spec, o Options) (_ *Process, err error) {
 	if err := release.Close(); err != nil {
 		return abort(fmt.Errorf("isolate: release the sandbox: %w", err))
 	}
+	if !p.awaitCommand(commandWait) {
+		return abort(fmt.Errorf("isolate: the sandbox did not start its command within %v", commandWait))
+	}
 	return p, nil
+}
+
+// commandWait bounds how long Start waits for a released sandbox to fork
+// its command, which takes microseconds on an idle host.
+const commandWait = time.Minute
+
+// awaitCommand waits until the sandbox's init process, released, has
+// forked the command, or has ended, and reports whether it did within
+// limit. Until then Signal finds no command to signal: a signal sent as
+// soon as Start returned would be lost.
+func (p *Process) awaitCommand(limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	pause := 10 * time.Microsecond
+	for len(p.children()) == 0 && running(p.init.Pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Millisecond)
+	}
+	return true
+}
+
+// children are the pids of the processes the sandbox's init process has
+// forked: the command, and what it left behind when it ended.
+func (p *Process) children() []int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.init.Pid, p.init.Pid))
+	if err != nil {
+		return nil // the sandbox has ended
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		if pid, _ := strconv.Atoi(f); pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// running reports whether process pid exists and has not exited.
+func running(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(data, ')') // after the command's name, which may hold anything
+	if err != nil || i < 0 || i+2 >= len(data) {
+		return false
+	}
+	state := data[i+2]
+	return state != 'Z' && state != 'X'
 }
 
 // blockingPipe returns a pipe whose ends stay out of the runtime's
@@ -283,7 +336,8 @@ func prlimit(pid, resource int, lim, old *syscall.Rlimit) error {
 }
 
 // Signal sends sig to the sandbox: SIGKILL ends the whole sandbox at once;
-// other signals go to the command's process group.
+// other signals go to the command's process group on a terminal, and to
+// the command's process elsewhere (its end ends the sandbox).
 func (p *Process) Signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -298,16 +352,10 @@ func (p *Process) Signal(sig syscall.Signal) error {
 		}
 		return err
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.init.Pid, p.init.Pid))
-	if err != nil {
-		return nil // the sandbox has ended
-	}
-	for _, f := range strings.Fields(string(data)) {
-		pid, _ := strconv.Atoi(f)
-		if pid <= 0 {
-			continue
-		}
-		// The command leads its own session and process group.
+	for _, pid := range p.children() {
+		// On a terminal the command leads its own session and process
+		// group (setsid -c); elsewhere it is in the group of the init
+		// process, which bwrap made, and gets the signal alone.
 		if err := syscall.Kill(-pid, sig); errors.Is(err, syscall.ESRCH) {
 			_ = syscall.Kill(pid, sig)
 		}

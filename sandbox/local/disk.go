@@ -68,6 +68,8 @@ func (s *Server) openDisks() {
 		s.disksWhy = "no disk quota"
 	case !s.cfg.diskQuotaSet:
 		s.disksWhy = "the default disk quota is watched; WithDiskQuota has it held"
+	case s.cfg.watchDisk:
+		s.disksWhy = "disk quota watched, as asked"
 	default:
 		d, err := openDiskImages(s.root, q)
 		if err != nil {

@@ -349,3 +349,19 @@ func TestQuotaCrashedServer(t *testing.T) {
 	assert.Empty(t, mountsUnder(t, dir), "a new server releases what a crashed one held")
 	srv.Close()
 }
+
+func TestQuotaWatchedWhereNotHeld(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := sandboxtest.NewServer(t, local.WithDir(dir), local.WithDiskQuota(testQuota), local.WithWatchedDiskQuota(),
+		local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
+	held, why := srv.DiskQuotaHeld()
+	require.False(t, held)
+	assert.Contains(t, why, "watched")
+	sb, err := srv.Client().Create(t.Context(), sandbox.CreateParams{Name: "watched"})
+	require.NoError(t, err)
+	res := runScript(t, sb, "while :; do head -c 4194304 /dev/zero >> big || exit 1; sleep 0.01; done")
+	assert.Equal(t, 137, res.ExitCode(), "the watcher killed the command; stderr: %s", res.Stderr)
+	assert.Contains(t, string(res.Stderr), "disk quota")
+	assert.Empty(t, mountsUnder(t, dir), "nothing is mounted")
+}

@@ -365,3 +365,70 @@ func TestQuotaWatchedWhereNotHeld(t *testing.T) {
 	assert.Contains(t, string(res.Stderr), "disk quota")
 	assert.Empty(t, mountsUnder(t, dir), "nothing is mounted")
 }
+
+// quotaCostEnv, set to 1, runs TestQuotaCost, which measures what a held
+// quota costs per sandbox (docs/scale.md).
+const quotaCostEnv = "LOCAL_QUOTA_COST"
+
+func TestQuotaCost(t *testing.T) {
+	if os.Getenv(quotaCostEnv) != "1" {
+		t.Skip("SKIPPED: set " + quotaCostEnv + "=1 to measure")
+	}
+	const n = 100
+	for _, held := range []bool{false, true} {
+		dir := t.TempDir()
+		opts := []local.Option{local.WithDir(dir)}
+		if held {
+			opts = append(opts, local.WithDiskQuota(local.DefaultDiskQuota))
+		}
+		slab := meminfoKiB(t, "Slab")
+		free := meminfoKiB(t, "MemAvailable")
+		began := time.Now()
+		srv := sandboxtest.NewServer(t, opts...)
+		opened := time.Since(began)
+		began = time.Now()
+		for i := range n {
+			_, err := srv.Client().Create(t.Context(), sandbox.CreateParams{Name: fmt.Sprintf("cost-%d", i)})
+			require.NoError(t, err)
+		}
+		took := time.Since(began)
+		t.Logf("held=%v: New %v; %d creates, %v each; slab %+d KiB, available memory %+d KiB per sandbox; host disk %d KiB per sandbox",
+			held, opened.Round(time.Millisecond), n, (took / n).Round(10*time.Microsecond),
+			(meminfoKiB(t, "Slab")-slab)/n, (meminfoKiB(t, "MemAvailable")-free)/n, hostHeld(dir)/n>>10)
+		began = time.Now()
+		srv.Close()
+		t.Logf("held=%v: Close %v", held, time.Since(began).Round(time.Millisecond))
+	}
+}
+
+// meminfoKiB reads a field of /proc/meminfo.
+func meminfoKiB(t *testing.T, key string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/meminfo")
+	require.NoError(t, err)
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/meminfo", key)
+	return 0
+}
+
+func TestDiskQuotaHeldSaysWhyNot(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		opts []local.Option
+		why  string
+	}{
+		{nil, "default disk quota is watched"},
+		{[]local.Option{local.WithDiskQuota(0)}, "no disk quota"},
+	} {
+		srv := sandboxtest.NewServer(t, c.opts...)
+		held, why := srv.DiskQuotaHeld()
+		assert.False(t, held)
+		assert.Contains(t, why, c.why)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -245,7 +246,12 @@ func loopDevice(backing *os.File) (*os.File, error) {
 // command left, in a mount namespace of its own) is detached now and
 // released by the kernel when that process ends.
 func (d *diskImages) detach(mountpoint string, drop bool) error {
+	var st unix.Stat_t
+	statErr := unix.Stat(mountpoint, &st)
 	err := unix.Unmount(mountpoint, 0)
+	if err == nil && statErr == nil && unix.Major(st.Dev) == loopMajor {
+		waitCleared(unix.Minor(st.Dev))
+	}
 	if errors.Is(err, unix.EBUSY) {
 		err = unix.Unmount(mountpoint, unix.MNT_DETACH)
 	}
@@ -258,6 +264,22 @@ func (d *diskImages) detach(mountpoint string, drop bool) error {
 		}
 	}
 	return err
+}
+
+// loopMajor is the major device number of loop devices.
+const loopMajor = 7
+
+// waitCleared waits, a few seconds at most, until the loop device of
+// minor number minor is no longer bound to a file: the kernel clears a
+// device set to clear itself after its last close, in the background.
+func waitCleared(minor uint32) {
+	bound := fmt.Sprintf("/sys/dev/block/%d:%d/loop/backing_file", loopMajor, minor)
+	for range 5000 {
+		if _, err := os.Stat(bound); errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // close releases the lock and the template; the images stay.
@@ -289,6 +311,11 @@ func releaseAbandoned() {
 		img := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
 		dir := filepath.Dir(img)
 		if filepath.Base(dir) != "disks" || filepath.Ext(img) != ".img" || !abandoned(filepath.Join(dir, "lock")) {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimPrefix(source, "/dev/loop"), 10, 32)
+		if err == nil && unix.Unmount(mountpoint, 0) == nil {
+			waitCleared(uint32(n))
 			continue
 		}
 		_ = unix.Unmount(mountpoint, unix.MNT_DETACH)

@@ -282,21 +282,26 @@ func mountsUnder(t *testing.T, dir string) []string {
 
 func TestQuotaLeavesNoMountOrLoopDevice(t *testing.T) {
 	t.Parallel()
-	srv := newQuotaServer(t, local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
-	dir := srv.dir
-	c := srv.srv.Client()
-	kept, err := c.Create(t.Context(), sandbox.CreateParams{Name: "kept"})
-	require.NoError(t, err)
-	_, err = kept.Stop(t.Context())
-	require.NoError(t, err)
-	gone, err := c.Create(t.Context(), sandbox.CreateParams{Name: "gone"})
-	require.NoError(t, err)
-	require.NoError(t, gone.Delete(t.Context(), sandbox.DeleteParams{}))
-	_, err = c.Create(t.Context(), sandbox.CreateParams{Name: "running"})
-	require.NoError(t, err)
-	require.Len(t, mountsUnder(t, dir), 4, "one mount and one loop device per sandbox not deleted")
-	srv.srv.Close()
-	assert.Empty(t, mountsUnder(t, dir))
+	quotaExecutors(t, func(t *testing.T, newServer func(...local.Option) quotaServer) {
+		qs := newServer()
+		c := qs.srv.Client()
+		kept, err := c.Create(t.Context(), sandbox.CreateParams{Name: "kept"})
+		require.NoError(t, err)
+		runScript(t, kept, "echo kept > f")
+		_, err = kept.Stop(t.Context())
+		require.NoError(t, err)
+		gone, err := c.Create(t.Context(), sandbox.CreateParams{Name: "gone"})
+		require.NoError(t, err)
+		runScript(t, gone, "echo gone > f; sleep 1000 &")
+		require.NoError(t, gone.Delete(t.Context(), sandbox.DeleteParams{}))
+		running, err := c.Create(t.Context(), sandbox.CreateParams{Name: "running"})
+		require.NoError(t, err)
+		_, err = running.Command("sleep", "1000").Start(t.Context())
+		require.NoError(t, err)
+		require.Len(t, mountsUnder(t, qs.dir), 4, "one mount and one loop device per sandbox not deleted")
+		qs.srv.Close()
+		assert.Empty(t, mountsUnder(t, qs.dir))
+	})
 }
 
 // crashEnv names the directory in which TestQuotaCrashedServer's child

@@ -30,9 +30,11 @@ const diskCheckInterval = 100 * time.Millisecond
 // fallocate, a sparse file, a terminal, a command run as root), it gets
 // ENOSPC ("No space left on device") once the sandbox is full, as on a
 // full disk, and the host never holds more than the image for the
-// sandbox. Images take on the host what has been written into them; they
-// are removed when the sandbox is deleted and unmounted by Close. A server
-// started on a directory whose server crashed unmounts what that one left.
+// sandbox. Images take on the host what has been written into them, in
+// the server's directory; a delete removes its sandbox's image, and Close
+// unmounts every image (and removes them with the server's directory when
+// it made it). A server that holds quotas unmounts what a crashed one left
+// mounted, as long as that one's directory is still there.
 // Each such sandbox costs a loop device and a mount (see docs/scale.md);
 // DiskQuotaHeld reports whether the server holds its quota.
 //

@@ -79,7 +79,7 @@ var noInput = map[string]string{
 	"fault.Injector.Options": getter, "fault.NewInjector": noArgs,
 
 	"local.NoteFault": "a request without the server's context is left alone", "local.Server.Close": noArgs, "local.WithAnyToken": noArgs,
-	"local.Server.CommandCount": getter, "local.Server.Commands": getter, "local.Server.Done": getter,
+	"local.Server.CommandCount": getter, "local.Server.Commands": getter, "local.Server.DiskQuotaHeld": getter, "local.Server.Done": getter,
 	"local.Server.Executor": getter, "local.Server.Handler": getter, "local.Server.LeakedSandboxes": getter,
 	"local.Server.LiveGoroutines": getter, "local.Server.Memory": getter, "local.Server.Rand": free,
 	"local.Server.Requests": getter, "local.Server.Sandbox": "an unknown name reports false",

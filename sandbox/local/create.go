@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"maps"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -325,15 +324,12 @@ func (s *Server) createSandbox(spec sandboxSpec, fromSnap string) (sandboxReply,
 	dir := filepath.Join(s.root, "sandboxes", spec.name+"-"+strings.ToLower(s.ids.alnum(6)))
 	s.mu.Unlock()
 
-	var err error
-	if snap != nil {
+	err := s.makeSandboxDir(dir)
+	if err == nil && snap != nil {
 		_, err = copyTree(dir, snap.dir)
 	}
-	if err == nil {
-		err = os.MkdirAll(dir, 0o755)
-	}
 	if err != nil {
-		_ = os.RemoveAll(dir)
+		_ = s.removeSandboxDir(dir)
 		// Nothing was created: a 5xx is honest and safe to retry.
 		return sandboxReply{}, errorf(http.StatusInternalServerError, "internal_error", "cannot prepare the sandbox filesystem: %v", err)
 	}
@@ -366,14 +362,14 @@ func (s *Server) createSandbox(spec sandboxSpec, fromSnap string) (sandboxReply,
 		sb.currentSnapshotID, sb.syncedSnapshot = snap.id, snap.id
 	}
 	if err := s.makeCwd(sb); err != nil {
-		_ = os.RemoveAll(dir)
+		_ = s.removeSandboxDir(dir)
 		return sandboxReply{}, errorf(http.StatusInternalServerError, "internal_error", "cannot prepare the sandbox filesystem: %v", err)
 	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		_ = os.RemoveAll(dir)
+		_ = s.removeSandboxDir(dir)
 		return sandboxReply{}, errorf(http.StatusServiceUnavailable, codeUnavailable, "the server is shutting down")
 	}
 	now := s.nowMs()

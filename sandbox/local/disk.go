@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -17,17 +18,91 @@ const DefaultDiskQuota = 8 << 30 // bytes
 const diskCheckInterval = 100 * time.Millisecond
 
 // WithDiskQuota bounds the disk that the files of each sandbox take to n
-// bytes (default DefaultDiskQuota); zero or less removes the bound.
+// bytes; zero or less removes the bound. Without it each sandbox's files
+// are watched against DefaultDiskQuota, as described below for systems
+// that cannot hold a quota, which costs nothing when a sandbox is made.
 //
-// Usage is what the files take on disk (their blocks), so a sparse file
-// counts by the bytes it holds, not by its length. An upload counts by
-// its decompressed size and is refused (400, "disk quota") when it would
-// pass the quota. Commands are checked while they run, every 100 ms or so:
-// when a session is over its quota, its running commands are killed
-// (exit code 137) with a message on standard error. A command can thus
-// pass the quota by what it writes between two checks, and not more.
+// Where the server runs as root on Linux with loop devices and mkfs.ext4,
+// the quota is held by the kernel: each sandbox's directory is the mount
+// point of an ext4 file system of its own, on a sparse image of
+// n + n/16 + 1 MiB (the margin is what the file system's own records
+// take, so that the files get about n). Whatever a command does (write,
+// fallocate, a sparse file, a terminal, a command run as root), it gets
+// ENOSPC ("No space left on device") once the sandbox is full, as on a
+// full disk, and the host never holds more than the image for the
+// sandbox. Images take on the host what has been written into them, in
+// the server's directory; a delete removes its sandbox's image, and Close
+// unmounts every image (and removes them with the server's directory when
+// it made it). A server that holds quotas unmounts what a crashed one left
+// mounted, as long as that one's directory is still there.
+// Each such sandbox costs a loop device and a mount (see docs/scale.md);
+// DiskQuotaHeld reports whether the server holds its quota.
+//
+// Elsewhere the quota is watched: usage is what the files take on disk
+// (their blocks), measured every 100 ms or so while a command runs, and
+// when a session is over its quota its running commands are killed (exit
+// code 137) with a message on standard error. A command can thus pass the
+// quota by what it writes between two checks, and commands run on a
+// terminal are not watched.
+//
+// Either way, an upload counts by its decompressed size and is refused
+// (400, "disk quota") when it would pass the quota, and snapshots are
+// copies kept outside the sandbox's quota.
 func WithDiskQuota(n int64) Option {
 	return func(c *config) { c.diskQuota, c.diskQuotaSet = n, true }
+}
+
+// DiskQuotaHeld reports whether the kernel holds each sandbox's disk
+// quota (see WithDiskQuota) and, when it does not, why.
+func (s *Server) DiskQuotaHeld() (held bool, why string) {
+	if s.disks != nil {
+		return true, ""
+	}
+	return false, s.disksWhy
+}
+
+// openDisks decides how the server keeps its quota: held by a file system
+// per sandbox when one was set and this system can, else watched.
+func (s *Server) openDisks() {
+	q := s.cfg.quota()
+	switch {
+	case q == 0:
+		s.disksWhy = "no disk quota"
+	case !s.cfg.diskQuotaSet:
+		s.disksWhy = "the default disk quota is watched; WithDiskQuota has it held"
+	case s.cfg.watchDisk:
+		s.disksWhy = "disk quota watched, as asked"
+	default:
+		d, err := openDiskImages(s.root, q)
+		if err != nil {
+			s.disksWhy = "disk quota watched, not held: " + err.Error()
+			return
+		}
+		s.disks = d
+	}
+}
+
+// makeSandboxDir creates dir, the directory of a new sandbox, with a file
+// system of its own when the server holds its quota.
+func (s *Server) makeSandboxDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if s.disks == nil {
+		return nil
+	}
+	return s.disks.attach(dir)
+}
+
+// removeSandboxDir removes the directory of a sandbox, and its file
+// system if it has one.
+func (s *Server) removeSandboxDir(dir string) error {
+	if s.disks != nil {
+		if err := s.disks.detach(dir, true); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(dir)
 }
 
 // quota returns the configured disk quota per sandbox, 0 for none.
@@ -66,12 +141,39 @@ func diskUsage(dir string) (int64, error) {
 	return total, err
 }
 
+// closeDisks unmounts the file system of every sandbox left. The images
+// stay, in the server's directory, which Close removes when it made it.
+func (s *Server) closeDisks() {
+	if s.disks == nil {
+		return
+	}
+	s.mu.Lock()
+	dirs := make([]string, 0, len(s.sandboxes))
+	for _, sb := range s.sandboxes {
+		dirs = append(dirs, sb.dir)
+	}
+	s.mu.Unlock()
+	for _, d := range dirs {
+		if err := s.disks.detach(d, false); err != nil {
+			s.log.Warn("local: cannot unmount a sandbox's file system", "err", err)
+		}
+	}
+	s.disks.close()
+}
+
 // uploadRoom returns how many decompressed bytes an upload into sb may
 // add, or -1 when there is no quota.
 func (s *Server) uploadRoom(sb *sandboxRec) (int64, error) {
 	q := s.cfg.quota()
 	if q == 0 {
 		return -1, nil
+	}
+	if s.disks != nil {
+		room, err := freeSpace(sb.dir)
+		if err == nil && room == 0 {
+			err = fmt.Errorf("%w: the sandbox's file system is full", errQuota)
+		}
+		return room, err
 	}
 	used, err := diskUsage(sb.dir)
 	if err != nil {
@@ -90,7 +192,7 @@ func (s *Server) uploadRoom(sb *sandboxRec) (int64, error) {
 // is registered.
 func (s *Server) watchDisk(sess *sessionRec) {
 	q := s.cfg.quota()
-	if q == 0 || sess.diskWatched {
+	if q == 0 || s.disks != nil || sess.diskWatched {
 		return
 	}
 	sess.diskWatched = true

@@ -17,7 +17,9 @@
 // and never follow a link out of it, and they refuse FIFOs, sockets and
 // devices without blocking on them; a stop ends the uploads in flight, so
 // Stop and Close complete whatever a command or a client left behind.
-// Each sandbox has a disk quota (WithDiskQuota). The data directory's
+// Each sandbox has a disk quota (WithDiskQuota), held by the kernel
+// where it can be (a file system of the sandbox's own, on a loop device)
+// and watched elsewhere; DiskQuotaHeld says which. The data directory's
 // sandboxes and snapshots are readable by the server's user only.
 //
 // # The server and its client
@@ -67,8 +69,9 @@
 // HostPath(name, P). With WithHostPaths(true) a
 // session's working directory is the sandbox's host directory itself, so
 // that real host processes see the same paths as the client; paths outside
-// that directory are refused. A stopped sandbox keeps its directory, and a
-// resume reuses it; snapshots are copies of the directory, restored when a
+// that directory are refused. A stopped sandbox keeps its directory (and
+// its file system, when its quota is held), and a resume reuses it;
+// snapshots are copies of the directory, kept outside any quota, restored when a
 // sandbox is created from one or its current snapshot is moved. A path that
 // would leave the sandbox's directory (in host-path mode, or through a
 // symbolic link) answers 400 bad_request, for fs/read too.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sbx-go/vercel-sandbox/internal/tarx"
@@ -80,7 +81,7 @@ func (s *Server) handleWriteFiles(w http.ResponseWriter, r *http.Request) *apiEr
 	// "/" lies outside the sandbox directory while its entries lie inside.
 	opts := tarx.Options{Target: target, MaxTotalSize: max(room, 0)}
 	if _, err := tarx.Extract(ctx, r.Body, sess.sb.dir, opts); err != nil {
-		if errors.Is(err, tarx.ErrTooLarge) {
+		if errors.Is(err, tarx.ErrTooLarge) || errors.Is(err, syscall.ENOSPC) {
 			return badRequest("cannot extract the archive: %v: the disk quota of %d bytes per sandbox is reached", err, s.cfg.quota())
 		}
 		return badRequest("cannot extract the archive: %v", err)

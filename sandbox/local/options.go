@@ -27,6 +27,7 @@ type config struct {
 	outputLimit   int64
 	diskQuota     int64
 	diskQuotaSet  bool
+	watchDisk     bool // watch the disk quota even where it could be held (tests)
 	outputBudget  int64
 	requestLimit  int
 	seed          *uint64

@@ -207,12 +207,19 @@ func copyFile(root *os.Root, dst, rel string, perm fs.FileMode) (int64, error) {
 	return n, err
 }
 
-// replaceTree makes dst a copy of src.
+// replaceTree makes dst a copy of src. It empties dst rather than
+// removing it: dst may be the mount point of the sandbox's file system.
 func replaceTree(dst, src string) error {
-	if err := os.RemoveAll(dst); err != nil {
+	entries, err := os.ReadDir(dst)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	_, err := copyTree(dst, src)
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dst, e.Name())); err != nil {
+			return err
+		}
+	}
+	_, err = copyTree(dst, src)
 	return err
 }
 

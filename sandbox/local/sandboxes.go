@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 
@@ -225,10 +224,9 @@ func (s *Server) handleDeleteSandbox(w http.ResponseWriter, r *http.Request) *ap
 	reply := updateReply{Sandbox: s.sandboxWire(sb)}
 	s.mu.Unlock()
 
-	for _, d := range append(orphanDirs, sb.dir) {
-		if err := os.RemoveAll(d); err != nil {
-			s.log.Warn("local: cannot remove directory", "err", err)
-		}
+	s.removeDirs(orphanDirs)
+	if err := s.removeSandboxDir(sb.dir); err != nil {
+		s.log.Warn("local: cannot remove directory", "err", err)
 	}
 	writeJSON(w, http.StatusOK, reply)
 	return nil

@@ -47,6 +47,8 @@ type Server struct {
 	createMu   sync.Mutex     // serialises sandbox creation (create, fork)
 	wg         liveGroup      // background work; see LiveGoroutines
 	diskWG     sync.WaitGroup // disk quota watchers, while commands run
+	disks      *diskImages    // holds the disk quota; nil when it is watched
+	disksWhy   string         // why disks is nil
 	inflight   tracker
 	reqs       requestLog
 	closeOnce  sync.Once
@@ -145,6 +147,7 @@ func New(opts ...Option) (*Server, error) {
 			return nil, fmt.Errorf("local: %w", err)
 		}
 	}
+	s.openDisks()
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.mux = s.routes()
 	s.routed = http.HandlerFunc(s.serveRoute)
@@ -291,6 +294,7 @@ func (s *Server) close() {
 	if c, ok := s.exec.(io.Closer); ok {
 		_ = c.Close() // every command has ended
 	}
+	s.closeDisks()
 	if s.ownRoot {
 		if err := os.RemoveAll(s.root); err != nil {
 			s.log.Warn("local: cannot remove directory", "err", err)

@@ -12,7 +12,12 @@
 //
 // Usage:
 //
-//	sandboxtest-server [--listen 127.0.0.1:0] [--token TOKEN] [--dir DIR] [--executor auto|isolated|host] [--output-budget SIZE] [--output-limit SIZE] [--fault FAULT]...
+//	sandboxtest-server [--listen 127.0.0.1:0] [--token TOKEN] [--dir DIR] [--executor auto|isolated|host] [--disk-quota SIZE] [--output-budget SIZE] [--output-limit SIZE] [--fault FAULT]...
+//
+// --disk-quota bounds the disk that each sandbox's files take (default
+// 8GiB, local.DefaultDiskQuota). Where the server runs as root on Linux
+// with loop devices, the kernel holds it (a file system of the sandbox's
+// own, see local.WithDiskQuota); elsewhere it is watched.
 //
 // --output-budget bounds the command output the server keeps for replay,
 // all commands together (default 256MiB), and --output-limit the output
@@ -33,7 +38,9 @@
 // The first line printed on stdout is "listening on http://HOST:PORT"; the
 // second names the executor: "executor: isolated" (followed, where
 // commands with allow-all reach the host's abstract unix sockets, by why in
-// parentheses) or "executor: host (REASON)". SIGINT or SIGTERM stops every process the
+// parentheses) or "executor: host (REASON)"; where the disk quota is
+// watched rather than held, the parentheses say so and why ("disk quota
+// watched, not held: REASON"). SIGINT or SIGTERM stops every process the
 // server started and exits with status 0.
 package main
 
@@ -45,6 +52,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox/local"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/fault"
@@ -65,6 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	verbose := fl.Bool("v", false, "log every request on stderr")
 	execMode := fl.String("executor", "auto", "what runs commands: isolated, host, or auto (isolated when this system allows it)")
 	var budget, limit byteSize
+	quota := byteSize(local.DefaultDiskQuota)
+	fl.Var(&quota, "disk-quota", "disk that each sandbox's files may take, such as 8GiB (default 8GiB)")
 	fl.Var(&budget, "output-budget", "command output kept for replay, all commands together, such as 256MiB (default 256MiB)")
 	fl.Var(&limit, "output-limit", "command output kept for replay per command, such as 64MiB (default 64MiB)")
 	var faults faultFlags
@@ -98,6 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		local.WithExecutor(exec),
 		local.WithHostPaths(host),
 		local.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))),
+		local.WithDiskQuota(int64(quota)),
 	}
 	if budget > 0 {
 		opts = append(opts, local.WithOutputBudget(int64(budget)))
@@ -126,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
-	fmt.Fprintln(stdout, "executor: "+mode)
+	fmt.Fprintln(stdout, "executor: "+withNote(mode, quotaNote(srv)))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -157,4 +168,25 @@ func chooseExecutor(flagValue string) (local.Executor, string, error) {
 		return exec, mode, nil
 	}
 	return nil, "", fmt.Errorf("%w: --executor must be auto, isolated or host, not %q", cli.ErrUsage, flagValue)
+}
+
+// quotaNote says how srv keeps its disk quota when the kernel does not
+// hold it, and nothing otherwise.
+func quotaNote(srv *local.Server) string {
+	if held, why := srv.DiskQuotaHeld(); !held {
+		return why
+	}
+	return ""
+}
+
+// withNote adds note to the executor's mode, inside its parentheses when
+// it has some.
+func withNote(mode, note string) string {
+	switch {
+	case note == "":
+		return mode
+	case strings.HasSuffix(mode, ")"):
+		return strings.TrimSuffix(mode, ")") + "; " + note + ")"
+	}
+	return mode + " (" + note + ")"
 }

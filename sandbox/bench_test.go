@@ -85,10 +85,10 @@ func benchLogStream(b *testing.B, read func() int) {
 func BenchmarkLogStream(b *testing.B) {
 	_, _, sb := benchServer(b)
 	ctx := context.Background()
-	cmd := sb.Command("lines", strconv.Itoa(benchLines))
-	cmd.Stdout = io.Discard
-	cmd.CaptureLimit = -1
 	benchLogStream(b, func() int {
+		cmd := sb.Command("lines", strconv.Itoa(benchLines)) // a Cmd runs once
+		cmd.Stdout = io.Discard
+		cmd.CaptureLimit = -1
 		res, err := cmd.Run(ctx)
 		if err != nil {
 			b.Fatal(err)
@@ -156,12 +156,11 @@ func benchRawLogStream(b *testing.B, read func(io.Reader) int) {
 func BenchmarkRunTrue(b *testing.B) {
 	cs := countedSandbox(b)
 	ctx := context.Background()
-	cmd := cs.sb.Command("true")
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := benchdata.CPUTime()
 	for i := 0; i < b.N; i++ {
-		if _, err := cmd.Run(ctx); err != nil {
+		if _, err := cs.sb.Command("true").Run(ctx); err != nil { // a Cmd runs once
 			b.Fatal(err)
 		}
 	}

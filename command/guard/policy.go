@@ -13,8 +13,10 @@ import (
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 )
 
-// DefaultWorkspace is the workspace of a Policy that names none: the
-// working directory of a Vercel Sandbox session.
+// DefaultWorkspace is the workspace of a Policy that names none when the
+// Gate's target reports no working directory: the working directory of a
+// sandbox made with a runtime. (One made with neither runtime nor image
+// works in /vercel; NewGate takes the target's own first.)
 const DefaultWorkspace = "/vercel/sandbox"
 
 // Defaults of the transcript bounds.

@@ -59,10 +59,11 @@ func TestOfficialCLI(t *testing.T) {
 	t.Run("life", func(t *testing.T) { t.Parallel(); cliLife(c.with(t)) })
 	t.Run("run", func(t *testing.T) { t.Parallel(); cliRunRm(c.with(t)) })
 	t.Run("sh", func(t *testing.T) { t.Parallel(); cliShRm(c.with(t)) })
+	t.Run("config", func(t *testing.T) { t.Parallel(); cliConfig(c.with(t)) })
 	t.Run("drives", func(t *testing.T) { t.Parallel(); cliDrives(c.with(t)) })
 }
 
-// cliLife takes one sandbox through its life: create, exec, cp, config,
+// cliLife takes one sandbox through its life: create, exec, cp,
 // snapshot, fork, sessions, connect, exec -i, stop, remove.
 func cliLife(c *cliRun) {
 	t := c.t
@@ -74,7 +75,7 @@ func cliLife(c *cliRun) {
 	assert.Equal(t, "running", c.status("cli-a"))
 
 	// exec: output, exit code, the sandbox's env and -e.
-	r = c.run("exec", "-e", "EXTRA=1", "cli-a", "--", "sh", "-c", `echo "$GREETING/$EXTRA"; pwd; echo oops >&2; exit 7`)
+	r = c.run("exec", "-e", "EXTRA=1", "cli-a", "--", "sh", "-c", `echo "$GREETING/$EXTRA"; pwd; mkdir sub; echo oops >&2; exit 7`)
 	require.Equal(t, 7, r.code, "%s", r)
 	lines := strings.Split(r.stdout, "\n")
 	require.Len(t, lines, 2, "%s", r)
@@ -94,20 +95,12 @@ func cliLife(c *cliRun) {
 	require.NoError(t, os.WriteFile(local, payload, 0o644))
 	r = c.ok("cp", local, "cli-a:"+cwd+"/up.bin")
 	assert.Contains(t, r.stderr, "successfully")
-	r = c.ok("exec", "-w", "/tmp", "cli-a", "--", "sh", "-c", "pwd; wc -c < "+cwd+"/up.bin; printf 'made inside\\n' > "+cwd+"/inside.txt")
-	assert.Equal(t, "/tmp\n204800", r.stdout)
+	r = c.ok("exec", "-w", cwd+"/sub", "cli-a", "--", "sh", "-c", "pwd; wc -c < ../up.bin; printf 'made inside\\n' > ../inside.txt")
+	assert.Equal(t, cwd+"/sub\n204800", r.stdout)
 	c.ok("cp", "cli-a:"+cwd+"/up.bin", filepath.Join(c.dir, "down.bin"))
 	got, err := os.ReadFile(filepath.Join(c.dir, "down.bin"))
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(payload, got), "the round trip kept every byte (%d of %d back)", len(got), len(payload))
-
-	// config: the sandbox's settings, read back.
-	c.ok("config", "vcpus", "cli-a", "4")
-	c.ok("config", "network-policy", "cli-a", "--mode", "deny-all")
-	r = c.ok("config", "list", "cli-a")
-	assert.Regexp(t, `(?m)^vCPUs\s+4\s*$`, r.stdout)
-	assert.Regexp(t, `(?m)^Network policy\s+deny-all\s*$`, r.stdout)
-	assert.Regexp(t, `(?m)^Tags\s+suite`, r.stdout)
 
 	// snapshot: refused without --stop; then taken, listed, read, in the tree.
 	r = c.run("snapshot", "cli-a")
@@ -214,6 +207,32 @@ func cliShRm(c *cliRun) {
 	tm.send("exit 0\r")
 	assert.Equal(t, 0, tm.wait())
 	assert.Equal(t, "", c.status("cli-sh"), "sh --rm removed its sandbox")
+}
+
+// cliConfig sets a sandbox's settings and reads them back.
+func cliConfig(c *cliRun) {
+	t := c.t
+	r := c.ok("create", "--name", "cli-c", "--silent", "-p", "3000")
+	assert.Equal(t, "", r.stdout, "--silent")
+	c.ok("config", "vcpus", "cli-c", "4")
+	c.ok("config", "timeout", "cli-c", "10m")
+	c.ok("config", "persistent", "cli-c", "false")
+	c.ok("config", "snapshot-expiration", "cli-c", "1d")
+	c.ok("config", "keep-last-snapshots", "cli-c", "3")
+	r = c.ok("config", "ports", "cli-c", "-p", "3000", "-p", "4000")
+	assert.Contains(t, r.stderr, "• 4000 -> https://")
+	c.ok("config", "tags", "cli-c", "--tag", "suite=cli", "--tag", "more=yes")
+	c.ok("config", "network-policy", "cli-c", "--mode", "deny-all")
+	r = c.ok("config", "list", "cli-c")
+	for _, row := range []string{
+		`vCPUs\s+4`, `Timeout\s+10 minutes`, `Persistent\s+false`, `Snapshot expiration\s+1 day`,
+		`Keep last snapshots\s+count=3`, `Ports\s+3000, 4000`, `Network policy\s+deny-all`,
+		`Tags\s+(suite=cli, more=yes|more=yes, suite=cli)`,
+	} {
+		assert.Regexp(t, `(?m)^`+row+`\s*$`, r.stdout)
+	}
+	c.ok("remove", "cli-c")
+	assert.Equal(t, "", c.status("cli-c"))
 }
 
 // cliDrives gets or creates a drive, lists it and deletes it.

@@ -45,12 +45,12 @@ const (
 	cliTeam    = "team_cli"
 	cliProject = "prj_cli"
 	// cliBudget bounds the whole run unless SANDBOXTEST_CLI_BUDGET says
-	// otherwise (on a loaded machine), and cliStep one command.
+	// otherwise (on a loaded machine); a command, or a wait for a
+	// terminal's output, gets 3/8 of it.
 	cliBudget    = 2 * time.Minute
 	cliBudgetEnv = "SANDBOXTEST_CLI_BUDGET"
 	// cliExecutorEnv chooses the server's --executor (default auto).
 	cliExecutorEnv = "SANDBOXTEST_CLI_EXECUTOR"
-	cliStep        = 45 * time.Second
 )
 
 func TestOfficialCLI(t *testing.T) {
@@ -261,6 +261,7 @@ func cliDrives(c *cliRun) {
 type cliRun struct {
 	t     *testing.T
 	ctx   context.Context // ends at the run's budget
+	step  time.Duration   // a command's share of it
 	bin   string          // the CLI
 	dir   string          // its working directory
 	env   []string
@@ -320,7 +321,7 @@ func startCLI(t *testing.T) *cliRun {
 
 	home := t.TempDir()
 	c := &cliRun{
-		t: t, ctx: ctx, bin: bin, dir: t.TempDir(), base: base, token: token,
+		t: t, ctx: ctx, step: budget * 3 / 8, bin: bin, dir: t.TempDir(), base: base, token: token,
 		hc: &http.Client{Transport: &http.Transport{}},
 		env: []string{
 			"PATH=" + os.Getenv("PATH"),
@@ -411,7 +412,7 @@ func (c *cliRun) command(ctx context.Context, args ...string) *exec.Cmd {
 // only when the CLI cannot be run or overruns its time.
 func (c *cliRun) run(args ...string) cliResult {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(c.ctx, cliStep)
+	ctx, cancel := context.WithTimeout(c.ctx, c.step)
 	defer cancel()
 	cmd := c.command(ctx, args...)
 	var stdout, stderr bytes.Buffer
@@ -512,6 +513,7 @@ func (c *cliRun) fetch(name string) (sandboxReply, int, error) {
 // terminal is the CLI running on a pseudo-terminal.
 type terminal struct {
 	t    *testing.T
+	step time.Duration // the longest wait for output
 	cmd  *exec.Cmd
 	ptmx *os.File
 	read chan struct{} // closed when the terminal has nothing more to read
@@ -532,7 +534,7 @@ func (c *cliRun) terminal(rows, cols int, args ...string) *terminal {
 		cancel()
 		c.t.Fatalf("sandbox %s: %v", strings.Join(args, " "), err)
 	}
-	tm := &terminal{t: c.t, cmd: cmd, ptmx: ptmx, read: make(chan struct{}), changed: make(chan struct{}, 1)}
+	tm := &terminal{t: c.t, step: c.step, cmd: cmd, ptmx: ptmx, read: make(chan struct{}), changed: make(chan struct{}, 1)}
 	go func() {
 		defer close(tm.read)
 		buf := make([]byte, 4096)
@@ -576,7 +578,7 @@ func (tm *terminal) expect(s string) {
 // returns the match and its groups.
 func (tm *terminal) expectRe(re *regexp.Regexp) []string {
 	tm.t.Helper()
-	deadline := time.NewTimer(cliStep)
+	deadline := time.NewTimer(tm.step)
 	defer deadline.Stop()
 	for {
 		tm.mu.Lock()
@@ -606,7 +608,7 @@ func (tm *terminal) expectRe(re *regexp.Regexp) []string {
 			}
 			tm.t.Fatalf("the terminal closed without showing %s; it showed:\n%s", re, tm.output())
 		case <-deadline.C:
-			tm.t.Fatalf("the terminal did not show %s in %v; it showed:\n%s", re, cliStep, tm.output())
+			tm.t.Fatalf("the terminal did not show %s in %v; it showed:\n%s", re, tm.step, tm.output())
 		}
 	}
 }

@@ -28,5 +28,5 @@ else
 fi
 
 echo "== go test: the official CLI (sandbox $pinned) against sandboxtest-server"
-SANDBOXTEST_CLI="$dir/node_modules/.bin/sandbox" \
+SANDBOXTEST_CLI="$PWD/$dir/node_modules/.bin/sandbox" \
   go test ./sandbox/sandboxtest/cmd/sandboxtest-server -run '^TestOfficialCLI$' -count=1 -v

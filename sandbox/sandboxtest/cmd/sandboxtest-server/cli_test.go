@@ -32,10 +32,11 @@ import (
 
 // The official Vercel Sandbox CLI (npm sandbox, pinned in testdata/cli)
 // against this server, every command of the Sandbox API. Install it with
-// `npm ci` in testdata/cli (or run .ci/cli.sh), then
+// `npm ci` in testdata/cli (or run .ci/cli.sh), then, in this directory,
 //
-//	SANDBOXTEST_CLI=testdata/cli/node_modules/.bin/sandbox go test ./sandbox/sandboxtest/cmd/sandboxtest-server -run TestOfficialCLI -v
+//	SANDBOXTEST_CLI=testdata/cli/node_modules/.bin/sandbox go test -run TestOfficialCLI -v
 //
+// (SANDBOXTEST_CLI is absolute, or relative to this directory.)
 // The CLI reaches the server through testdata/cli/preload.mjs, and takes
 // its team and project from .vercel/project.json in its working directory
 // (see docs/testing.md).

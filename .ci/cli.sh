@@ -29,4 +29,4 @@ fi
 
 echo "== go test: the official CLI (sandbox $pinned) against sandboxtest-server"
 SANDBOXTEST_CLI="$PWD/$dir/node_modules/.bin/sandbox" \
-  go test ./sandbox/sandboxtest/cmd/sandboxtest-server -run '^TestOfficialCLI$' -count=1 -v
+  go test ./sandbox/sandboxtest/cmd/sandboxtest-server -run '^TestOfficialCLI$' -count=1 -parallel 5 -v

@@ -56,7 +56,8 @@ const (
 
 func TestOfficialCLI(t *testing.T) {
 	c := startCLI(t)
-	// Five runs at once, each in sandboxes of its own.
+	// Five runs at once (with -parallel 5, as .ci/cli.sh runs it), each in
+	// sandboxes of its own.
 	t.Run("life", func(t *testing.T) { t.Parallel(); cliLife(c.with(t)) })
 	t.Run("run", func(t *testing.T) { t.Parallel(); cliRunRm(c.with(t)) })
 	t.Run("sh", func(t *testing.T) { t.Parallel(); cliShRm(c.with(t)) })

@@ -1,6 +1,7 @@
 // Command sandboxtest-server runs the local Vercel Sandbox API (package
 // sandbox/local) as a standalone HTTP server, so that clients in any language (the
-// official TypeScript SDK included) can be tested against it.
+// official TypeScript SDK included) can be tested against it. The official
+// CLI works against it too; docs/testing.md says how to point it here.
 //
 // With --executor auto (the default), commands run isolated
 // (isolated.Executor: a bubblewrap sandbox per command, a private root

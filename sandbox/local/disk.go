@@ -3,9 +3,11 @@ package local
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -40,10 +42,11 @@ const diskCheckInterval = 100 * time.Millisecond
 //
 // Elsewhere the quota is watched: usage is what the files take on disk
 // (their blocks), measured every 100 ms or so while a command runs, and
-// when a session is over its quota its running commands are killed (exit
-// code 137) with a message on standard error. A command can thus pass the
-// quota by what it writes between two checks, and commands run on a
-// terminal are not watched.
+// when a session is over its quota its running commands, those of its
+// terminals included, are killed (exit code 137) with a message on
+// standard error (or the terminal). A command can thus pass the quota by
+// what it writes between two checks, and what it wrote stays until it is
+// removed.
 //
 // Either way, an upload counts by its decompressed size and is refused
 // (400, "disk quota") when it would pass the quota, and snapshots are
@@ -228,7 +231,7 @@ func (s *Server) watchDisk(sess *sessionRec) {
 			}
 			msg := fmt.Sprintf("\nlocal: disk quota of %d bytes reached (the sandbox's files take %d): command killed\n", q, used)
 			for _, r := range running {
-				_ = r.c.out.append(streamStderr, []byte(msg))
+				r.note(msg)
 				_ = r.proc.Signal(signalKill)
 			}
 		}
@@ -236,15 +239,26 @@ func (s *Server) watchDisk(sess *sessionRec) {
 }
 
 // runningCommand is a command that has started and not ended, and its
-// process (which the command drops once it has ended).
+// process (which the command drops once it has ended): a command of the
+// API (c set) or a terminal's (tty set).
 type runningCommand struct {
 	c    *commandRec
+	tty  io.Writer
 	proc Process
 }
 
-// liveCommands returns the running commands of sess, and whether any
-// command of it has not ended yet (started or about to start). When none
-// is left it marks the session as no longer watched.
+// note tells the command's reader msg: on its stderr, or its terminal.
+func (r runningCommand) note(msg string) {
+	if r.c != nil {
+		_ = r.c.out.append(streamStderr, []byte(msg))
+		return
+	}
+	_, _ = r.tty.Write([]byte(strings.ReplaceAll(msg, "\n", "\r\n")))
+}
+
+// liveCommands returns the running commands of sess, terminals included,
+// and whether any command of it has not ended yet (started or about to
+// start). When none is left it marks the session as no longer watched.
 func (s *Server) liveCommands(sess *sessionRec) (running []runningCommand, pending bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -252,9 +266,13 @@ func (s *Server) liveCommands(sess *sessionRec) (running []runningCommand, pendi
 		if c.exitCode == nil {
 			pending = true
 			if c.proc != nil {
-				running = append(running, runningCommand{c, c.proc})
+				running = append(running, runningCommand{c: c, proc: c.proc})
 			}
 		}
+	}
+	for t := range sess.terminals {
+		pending = true
+		running = append(running, *t)
 	}
 	if !pending {
 		sess.diskWatched = false
@@ -270,7 +288,7 @@ func (s *Server) runningCommands(sess *sessionRec) []runningCommand {
 	var out []runningCommand
 	for _, c := range sess.commands {
 		if c.exitCode == nil && c.proc != nil {
-			out = append(out, runningCommand{c, c.proc})
+			out = append(out, runningCommand{c: c, proc: c.proc})
 		}
 	}
 	return out

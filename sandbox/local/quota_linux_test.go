@@ -436,3 +436,26 @@ func TestDiskQuotaHeldSaysWhyNot(t *testing.T) {
 		assert.Contains(t, why, c.why)
 	}
 }
+
+// A terminal's command is watched as any other where the quota is only
+// watched: it is killed once the sandbox is over its quota.
+func TestQuotaWatchedTerminal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := sandboxtest.NewServer(t, local.WithDir(dir), local.WithDiskQuota(testQuota), local.WithWatchedDiskQuota(),
+		local.WithExecutor(hostexec.New()), local.WithHostPaths(true))
+	sb, err := srv.Client().Create(t.Context(), sandbox.CreateParams{Name: "watched-tty"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	code, err := pty.Run(ctx, sb, &pty.Cmd{
+		Name:      "sh",
+		Args:      []string{"-c", "while :; do head -c 4194304 /dev/zero >> big || exit 1; sleep 0.01; done"},
+		KeepAlive: -1,
+		Stdout:    &out,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 137, code, "the watcher killed the terminal's command; output: %q", out.String())
+	assert.Contains(t, out.String(), "disk quota")
+}

@@ -87,6 +87,9 @@ type sandboxRec struct {
 
 type sessionRec struct {
 	diskWatched bool // a goroutine measures its disk usage; see watchDisk
+	// terminals are the running commands of the session's terminals;
+	// watchDisk watches them too.
+	terminals map[*runningCommand]struct{}
 
 	seq       int64
 	id        string

@@ -98,6 +98,10 @@ func (s *Server) servePTY(w http.ResponseWriter, r *http.Request) bool {
 		_, _ = cmd.Stdout.Write([]byte("local: cannot start " + cmd.Name + ": " + err.Error() + "\r\n"))
 		code = exitNotStarted
 	}
+	var watched *runningCommand
+	if proc != nil {
+		watched = s.watchTerminal(sess, proc, cmd.Stdout)
+	}
 	waited := make(chan struct{})
 	go func() {
 		defer close(waited)
@@ -106,6 +110,7 @@ func (s *Server) servePTY(w http.ResponseWriter, r *http.Request) bool {
 			if code, err = proc.Wait(); err != nil {
 				s.log.Warn("local: executor wait failed", "session", sid, "err", err)
 			}
+			s.unwatchTerminal(sess, watched)
 		}
 		exit, _ := json.Marshal(wire.PTYExitFrame{Type: wire.PTYExit, Code: &code})
 		if conn.Write(ctx, websocket.MessageText, exit) == nil {
@@ -221,4 +226,26 @@ func (o *wsOutput) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// watchTerminal registers the running command of a terminal of sess, so
+// that the disk watcher kills it as it kills any command of the session
+// (where the quota is watched, not held); out is the terminal's output.
+func (s *Server) watchTerminal(sess *sessionRec, proc Process, out io.Writer) *runningCommand {
+	t := &runningCommand{tty: out, proc: proc}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess.terminals == nil {
+		sess.terminals = make(map[*runningCommand]struct{})
+	}
+	sess.terminals[t] = struct{}{}
+	s.watchDisk(sess)
+	return t
+}
+
+// unwatchTerminal forgets a terminal's command once it has ended.
+func (s *Server) unwatchTerminal(sess *sessionRec, t *runningCommand) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(sess.terminals, t)
 }

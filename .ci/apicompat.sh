@@ -70,6 +70,10 @@ awk -v stop="## [${base#v}]" '
 # <package name>.Name; (*T).M is written T.M; a package is its path.
 status=0
 while IFS= read -r line; do
+  # The version constant changes with every release, by design.
+  case "$line" in "- ./sandbox.Version: value changed from "*)
+    echo "a release: $line"; continue ;;
+  esac
   subject=${line#- }
   subject=${subject%%: *}
   case "$subject" in

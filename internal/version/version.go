@@ -7,4 +7,4 @@ package version
 
 // Version is the version of this module, without the leading "v". It is
 // sent in the User-Agent of every request and exported as sandbox.Version.
-const Version = "0.1.0"
+const Version = "0.2.0"

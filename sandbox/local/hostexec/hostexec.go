@@ -82,7 +82,7 @@ type Executor struct {
 	groupOnly  bool            // see GroupOnly
 }
 
-// Option configures a Executor.
+// Option configures an Executor.
 type Option func(*Executor)
 
 // Path sets the PATH given to commands instead of the host's PATH.
@@ -122,14 +122,14 @@ func WaitDelay(d time.Duration) Option {
 // GroupOnly ends each command through its process group alone: no
 // control group and no search for its marker, so a daemon that leaves the
 // command's session outlives it. It is for trusted commands known to
-// start no daemons (tests, benchmarks): on cgroup v1 as root it saves the
-// control group's share of a command's cost, about 7 % of the server's
-// CPU and more of its wall time for an attached run of true.
+// start no daemons, where a control group's two descriptors per running
+// command matter; the group adds no CPU or wall time that the benchmarks
+// of docs/scale.md can tell apart.
 func GroupOnly() Option {
 	return func(e *Executor) { e.groupOnly = true }
 }
 
-// New returns a Executor configured by opts.
+// New returns an Executor configured by opts.
 func New(opts ...Option) *Executor {
 	e := &Executor{
 		path:      os.Getenv("PATH"),

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -27,25 +28,39 @@ import (
 // Creating and removing a group costs the kernel about as much as starting
 // a sandbox, so groups whose processes have ended are kept for the next
 // sandbox (at most maxIdle of them) until Close.
+//
+// Opening a file of a control group costs more than the rest of what a
+// command's group adds to it (tens of microseconds a file, against about
+// one for a write to a file already open), so each group keeps the files
+// it uses open while it exists, and Cgroups keeps the tasks files of this
+// process's own groups open, to which a thread that started a command in
+// a group returns.
 type Cgroups struct {
 	v2      string            // cgroup v2 parent directory, or ""
 	memory  string            // cgroup v1 memory parent, or ""
 	pids    string            // cgroup v1 pids parent, or ""
 	mounts  map[string]string // cgroup v1 controller: its hierarchy's mount point
+	home    map[string]string // cgroup v1 controller: this process's group in it
 	counter atomic.Int64
 
-	mu     sync.Mutex
-	idle   []*Cgroup
-	closed bool
+	mu       sync.Mutex
+	idle     []*Cgroup
+	closed   bool
+	homeFile map[string]*os.File // the tasks file of home[ctrl], once opened
 }
 
-// maxIdle bounds the groups kept for reuse.
-const maxIdle = 8
+// maxIdle bounds the groups kept for reuse: enough for the commands that
+// run at once on a busy server, each of which holds a group (and its open
+// files) while it runs. An empty group costs the kernel a few KiB.
+const maxIdle = 64
 
 // Cgroup is the control group of one sandbox.
 type Cgroup struct {
-	dirs      []string // one per controller, for cgroup v1
-	ctrls     []string // the controller of each of dirs, for cgroup v1
+	dirs      []string   // one per controller, for cgroup v1
+	ctrls     []string   // the controller of each of dirs, for cgroup v1
+	procs     []*os.File // the cgroup.procs file of each of dirs, open for reading
+	tasks     []*os.File // cgroup v1: the tasks file of each of dirs, open for writing
+	dirFile   *os.File   // cgroup v2: the group's directory (CLONE_INTO_CGROUP)
 	memDir    string
 	v2        bool
 	memory    int64    // its limits
@@ -70,7 +85,7 @@ func Find() (*Cgroups, error) {
 	if err != nil {
 		return nil, err
 	}
-	cg := &Cgroups{mounts: map[string]string{}}
+	cg := &Cgroups{mounts: map[string]string{}, home: map[string]string{}}
 	var reasons []string
 	for line := range strings.Lines(string(data)) {
 		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
@@ -116,6 +131,7 @@ func Find() (*Cgroups, error) {
 				cg.pids = dir
 			}
 			cg.mounts[c] = mp
+			cg.home[c] = dir
 		}
 	}
 	if cg.v2 != "" {
@@ -195,6 +211,20 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 			return "", err
 		}
 		g.dirs, g.ctrls = append(g.dirs, dir), append(g.ctrls, ctrl)
+		procs, err := os.Open(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return "", err
+		}
+		g.procs = append(g.procs, procs)
+		if ctrl == "" {
+			g.dirFile, err = os.Open(dir)
+			return dir, err
+		}
+		tasks, err := os.OpenFile(filepath.Join(dir, "tasks"), os.O_WRONLY, 0)
+		if err != nil {
+			return "", err
+		}
+		g.tasks = append(g.tasks, tasks)
 		return dir, nil
 	}
 	if pids > 0 {
@@ -267,17 +297,18 @@ func (g *Cgroup) KillAll() {
 		return
 	}
 	// Every process of the group is in each of its directories.
-	dir := g.dirs[len(g.dirs)-1]
+	last := len(g.dirs) - 1
 	if g.v2 {
-		_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) // Linux 5.14
+		_ = os.WriteFile(filepath.Join(g.dirs[last], "cgroup.kill"), []byte("1"), 0) // Linux 5.14
 	}
 	self := os.Getpid()
+	var buf []byte
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
-		data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-		if err != nil {
+		var err error
+		if buf, err = readAll(g.procs[last], buf[:0]); err != nil {
 			return
 		}
-		pids := strings.Fields(string(data))
+		pids := strings.Fields(string(buf))
 		if len(pids) == 0 {
 			return
 		}
@@ -287,6 +318,25 @@ func (g *Cgroup) KillAll() {
 			}
 		}
 		time.Sleep(100 * time.Microsecond) // the kernel releases the killed
+	}
+}
+
+// readAll reads the whole of f, a file of a control group, from its start
+// into buf, without moving f's offset.
+func readAll(f *os.File, buf []byte) ([]byte, error) {
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, 512)
+	}
+	for {
+		n, err := f.ReadAt(buf[len(buf):cap(buf)], int64(len(buf)))
+		buf = buf[:len(buf)+n]
+		switch {
+		case errors.Is(err, io.EOF) || (err == nil && len(buf) < cap(buf)):
+			return buf, nil
+		case err != nil:
+			return buf, err
+		}
+		buf = append(buf, 0)[:len(buf)] // grow
 	}
 }
 
@@ -311,8 +361,9 @@ func (g *Cgroup) Release() {
 
 // empty reports whether no process is left in the group.
 func (g *Cgroup) empty() bool {
-	for _, d := range g.dirs {
-		data, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+	var buf [64]byte
+	for _, f := range g.procs {
+		data, err := readAll(f, buf[:0])
 		if err != nil || len(bytes.TrimSpace(data)) > 0 {
 			return false
 		}
@@ -327,11 +378,15 @@ func (c *Cgroups) Close() {
 		return
 	}
 	c.mu.Lock()
-	idle := c.idle
-	c.idle, c.closed = nil, true
+	idle, home := c.idle, c.homeFile
+	c.idle, c.closed, c.homeFile = nil, true, nil
 	c.mu.Unlock()
 	for _, g := range idle {
 		g.Remove()
+	}
+	// A thread that goes home after this opens the file again (threadHome).
+	for _, f := range home {
+		_ = f.Close()
 	}
 }
 
@@ -371,6 +426,12 @@ func (g *Cgroup) oomKills() int64 {
 func (g *Cgroup) Remove() {
 	if g == nil {
 		return
+	}
+	for _, f := range append(g.procs, g.tasks...) {
+		_ = f.Close()
+	}
+	if g.dirFile != nil {
+		_ = g.dirFile.Close()
 	}
 	for _, d := range g.dirs {
 		wait := 50 * time.Microsecond
@@ -446,29 +507,25 @@ func writeFile(dir, name string, v int64) error {
 // SysProcAttr to into before it starts it. On cgroup v2 the process is
 // cloned into g (CLONE_INTO_CGROUP, Linux 5.7); where that fails, or g
 // cannot be joined, start runs again as usual and the caller moves the
-// process (Add). On cgroup v1 it runs StartHere on a thread of its own;
-// when that thread cannot leave g, StartIn fails and ends the thread; the
-// process it started, if any, dies with it (Pdeathsig).
+// process (Add). On cgroup v1 it runs StartHere with the calling
+// goroutine locked to its thread, which joins g for the moment of the
+// start: handing the start to a thread of its own cost more than the
+// rest of the group (a wake-up of another thread, about 0.1 ms a command
+// here). When the thread cannot leave g, StartIn fails with ErrStranded
+// and leaves the goroutine locked to the thread, so that no other
+// goroutine runs in g: the runtime ends the thread with the goroutine
+// (the main thread it parks for good instead), and a process it started
+// with Pdeathsig dies with it. The caller ends the process it started.
 func (g *Cgroup) StartIn(start func(into func(*syscall.SysProcAttr)) error) (born bool, err error) {
 	if !g.joins() {
 		return g.StartHere(start)
 	}
-	type result struct {
-		born bool
-		err  error
+	runtime.LockOSThread()
+	born, err = g.StartHere(start)
+	if !errors.Is(err, ErrStranded) {
+		runtime.UnlockOSThread()
 	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		born, err := g.StartHere(start)
-		if !errors.Is(err, ErrStranded) {
-			// Otherwise the thread stays locked: it ends with this goroutine.
-			runtime.UnlockOSThread()
-		}
-		done <- result{born: born, err: err}
-	}()
-	r := <-done
-	return r.born, r.err
+	return born, err
 }
 
 // ErrStranded reports that the calling thread could not leave a sandbox's
@@ -491,23 +548,30 @@ func (g *Cgroup) StartHere(start func(into func(*syscall.SysProcAttr)) error) (b
 	case g == nil || g.owner == nil || len(g.dirs) == 0:
 		return false, start(asUsual)
 	case g.v2:
-		dir, err := os.Open(g.dirs[0])
-		if err != nil {
-			return false, start(asUsual)
+		dir := g.dirFile
+		if dir == nil {
+			var err error
+			if dir, err = os.Open(g.dirs[0]); err != nil {
+				return false, start(asUsual)
+			}
+			defer dir.Close()
 		}
-		defer dir.Close()
 		fd := int(dir.Fd())
 		if start(func(a *syscall.SysProcAttr) { a.UseCgroupFD, a.CgroupFD = true, fd }) == nil {
 			return true, nil
 		}
 		return false, start(asUsual)
 	}
-	back, err := g.owner.threadGroups(g.ctrls)
-	joined := err == nil && g.joinThread(g.dirs) == nil
+	back, done, err := g.owner.threadHome(g.ctrls)
+	if err != nil {
+		return false, start(asUsual)
+	}
+	defer done()
+	joined := joinThread(g.tasks) == nil
 	if joined {
 		err = start(asUsual)
 	}
-	if berr := g.joinThread(back); berr != nil {
+	if berr := g.owner.goHome(g.ctrls, back); berr != nil {
 		return false, fmt.Errorf("%w: %w", ErrStranded, berr)
 	}
 	if !joined {
@@ -516,14 +580,89 @@ func (g *Cgroup) StartHere(start func(into func(*syscall.SysProcAttr)) error) (b
 	return joined, err
 }
 
-// joinThread moves the calling thread, alone, into the groups dirs.
-func (g *Cgroup) joinThread(dirs []string) error {
-	for _, d := range dirs {
-		if err := os.WriteFile(filepath.Join(d, "tasks"), []byte("0"), 0); err != nil {
+// goHome moves the calling thread back into this process's groups in the
+// hierarchies of ctrls through their tasks files back, or, where that
+// fails (Close closed one meanwhile), through the files opened again.
+func (c *Cgroups) goHome(ctrls []string, back []*os.File) error {
+	if joinThread(back) == nil {
+		return nil
+	}
+	// Opened again from the path: a thread that writes to a closed one
+	// meanwhile comes here too.
+	c.mu.Lock()
+	for _, ctrl := range ctrls {
+		if f := c.homeFile[ctrl]; f != nil {
+			_ = f.Close()
+			delete(c.homeFile, ctrl)
+		}
+	}
+	c.mu.Unlock()
+	back, done, err := c.threadHome(ctrls)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return joinThread(back)
+}
+
+// joinThread moves the calling thread, alone, into the groups whose
+// tasks files are open in tasks.
+func joinThread(tasks []*os.File) error {
+	for _, f := range tasks {
+		if _, err := f.Write([]byte("0")); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// threadHome returns the tasks files, open for writing, of the groups of
+// this process in the cgroup v1 hierarchies of ctrls, in that order: where
+// a thread that started a command in a group goes back. Every thread of
+// this process is in them but while StartHere holds one elsewhere; a
+// thread that cannot go back ends (ErrStranded). The files stay open
+// until Close; done closes those opened for this call alone (after Close,
+// or where Find saw no group of this process).
+func (c *Cgroups) threadHome(ctrls []string) (files []*os.File, done func(), err error) {
+	var own []*os.File
+	done = func() {
+		for _, f := range own {
+			_ = f.Close()
+		}
+	}
+	files = make([]*os.File, len(ctrls))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, ctrl := range ctrls {
+		if f := c.homeFile[ctrl]; f != nil {
+			files[i] = f
+			continue
+		}
+		dir := c.home[ctrl]
+		if dir == "" {
+			dirs, err := c.threadGroups([]string{ctrl})
+			if err != nil {
+				done()
+				return nil, nil, err
+			}
+			dir = dirs[0]
+		}
+		f, err := os.OpenFile(filepath.Join(dir, "tasks"), os.O_WRONLY, 0)
+		if err != nil {
+			done()
+			return nil, nil, err
+		}
+		files[i] = f
+		if c.closed || c.home[ctrl] == "" {
+			own = append(own, f)
+			continue
+		}
+		if c.homeFile == nil {
+			c.homeFile = map[string]*os.File{}
+		}
+		c.homeFile[ctrl] = f
+	}
+	return files, done, nil
 }
 
 // threadGroups returns the directories of the groups of the calling

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -133,4 +134,84 @@ func TestFindWhileCommandsStart(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// TestStartInStrandedEndsWithItsGoroutine: where the thread that started a
+// command in its group cannot go back to this process's groups (here their
+// tasks files belong to groups removed since), StartIn fails with
+// ErrStranded, the thread stays with the calling goroutine and ends with
+// it, and the command it started dies with the thread (Pdeathsig); no
+// other goroutine ever runs in the sandbox's group.
+func TestStartInStrandedEndsWithItsGoroutine(t *testing.T) {
+	g := newTestCgroup(t)
+	if g.v2 {
+		t.Skip("SKIPPED: on cgroup v2 no thread joins a group")
+	}
+	cgs := g.owner
+	home := map[string]*os.File{}
+	for i, ctrl := range g.ctrls {
+		dir := filepath.Join(filepath.Dir(g.dirs[i]), "sandbox-stranded-"+strconv.Itoa(os.Getpid()))
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		f, err := os.OpenFile(filepath.Join(dir, "tasks"), os.O_WRONLY, 0)
+		require.NoError(t, err)
+		t.Cleanup(func() { f.Close() })
+		require.NoError(t, os.Remove(dir))
+		home[ctrl] = f
+	}
+	cgs.mu.Lock()
+	cgs.homeFile = home
+	realHome := cgs.home
+	cgs.home = map[string]string{}
+	for ctrl, f := range home {
+		cgs.home[ctrl] = filepath.Dir(f.Name()) // removed too
+	}
+	cgs.mu.Unlock()
+	t.Cleanup(func() {
+		cgs.mu.Lock()
+		cgs.home = realHome
+		cgs.mu.Unlock()
+	})
+
+	c := exec.Command("sleep", "60")
+	type result struct {
+		tid int
+		err error
+	}
+	done := make(chan result)
+	go func() {
+		var tid int
+		_, err := g.StartIn(func(into func(*syscall.SysProcAttr)) error {
+			tid = syscall.Gettid()
+			c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			into(c.SysProcAttr)
+			return c.Start()
+		})
+		if err == nil {
+			assert.Equal(t, tid, syscall.Gettid(), "the goroutine stays on its thread")
+		}
+		done <- result{tid, err}
+	}()
+	r := <-done
+	require.ErrorIs(t, r.err, ErrStranded)
+	require.NotNil(t, c.Process, "the command started before the thread could not go back")
+	if r.tid == os.Getpid() {
+		// The runtime parks the main thread for good instead of ending
+		// it: the caller ends the command, as StartIn asks.
+		t.Log("the stranded thread was the main thread")
+		require.NoError(t, c.Process.Kill())
+		_ = c.Wait()
+		return
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- c.Wait() }()
+	select {
+	case err := <-waited:
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit)
+		assert.Equal(t, syscall.SIGKILL, exit.Sys().(syscall.WaitStatus).Signal(), "killed when its thread ended")
+	case <-time.After(10 * time.Second):
+		_ = c.Process.Kill()
+		t.Fatal("the command outlived the stranded thread")
+	}
+	assert.Eventually(t, g.empty, 5*time.Second, 10*time.Millisecond, "the stranded thread ended: nothing of this process is left in the group")
 }

@@ -6,7 +6,9 @@
 # under a "### Breaking" heading of the Unreleased section (or of a version
 # released after that tag). docs/releasing.md states the rule.
 #
-# APICOMPAT_BASE=<tag> compares with another tag or commit.
+# Without a tag, the release is the commit that set internal/version.Version
+# to its present value. APICOMPAT_BASE=<tag> compares with another tag or
+# commit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,11 +26,22 @@ base="${APICOMPAT_BASE:-}"
 if [ -z "$base" ]; then
   base=$(git describe --tags --abbrev=0 --match 'v[0-9]*.[0-9]*.[0-9]*' HEAD 2>/dev/null || true)
 fi
+commit=""
 if [ -z "$base" ]; then
-  echo "no release tag (v*) in this history: nothing to compare the API with"
-  exit 0
+  # No tag reached this clone: the release is the commit that set
+  # internal/version.Version to the value it has now.
+  version=$(sed -n 's/^const Version = "\(.*\)"$/\1/p' internal/version/version.go)
+  if [ -n "$version" ]; then
+    commit=$(git log --format=%H -S"Version = \"$version\"" -- internal/version/version.go | tail -n 1)
+  fi
+  if [ -z "$commit" ]; then
+    echo "no release tag (v*) in this history and no commit that set the version: nothing to compare the API with"
+    exit 0
+  fi
+  base="v$version"
+  echo "no release tag (v*) in this history: $base is the commit that set internal/version.Version to $version"
 fi
-commit=$(git rev-parse --verify --quiet "$base^{commit}") || { echo "apicompat: $base is not a commit"; exit 1; }
+[ -n "$commit" ] || commit=$(git rev-parse --verify --quiet "$base^{commit}") || { echo "apicompat: $base is not a commit"; exit 1; }
 echo "comparing the exported API with $base (${commit:0:12})"
 
 tmp=$(mktemp -d)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/osthread"
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/procio"
 )
 
@@ -507,24 +508,21 @@ func writeFile(dir, name string, v int64) error {
 // SysProcAttr to into before it starts it. On cgroup v2 the process is
 // cloned into g (CLONE_INTO_CGROUP, Linux 5.7); where that fails, or g
 // cannot be joined, start runs again as usual and the caller moves the
-// process (Add). On cgroup v1 it runs StartHere with the calling
-// goroutine locked to its thread, which joins g for the moment of the
-// start: handing the start to a thread of its own cost more than the
-// rest of the group (a wake-up of another thread, about 0.1 ms a command
-// here). When the thread cannot leave g, StartIn fails with ErrStranded
-// and leaves the goroutine locked to the thread, so that no other
-// goroutine runs in g: the runtime ends the thread with the goroutine
-// (the main thread it parks for good instead), and a process it started
-// with Pdeathsig dies with it. The caller ends the process it started.
+// process (Add). On cgroup v1 it runs StartHere on the calling thread,
+// locked, whose moment in g costs no other thread a wake-up, or, where
+// that is the main thread, on another (see package osthread). When the
+// thread cannot leave g, StartIn fails with ErrStranded and the thread
+// ends with its goroutine (the caller's: it stays locked to it); a
+// process started with Pdeathsig dies with it. The caller ends the
+// process it started.
 func (g *Cgroup) StartIn(start func(into func(*syscall.SysProcAttr)) error) (born bool, err error) {
 	if !g.joins() {
 		return g.StartHere(start)
 	}
-	runtime.LockOSThread()
-	born, err = g.StartHere(start)
-	if !errors.Is(err, ErrStranded) {
-		runtime.UnlockOSThread()
-	}
+	osthread.Run(func() (keep bool) {
+		born, err = g.StartHere(start)
+		return errors.Is(err, ErrStranded)
+	})
 	return born, err
 }
 

@@ -3,13 +3,13 @@ package isolate
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/cgroup"
+	"github.com/sbx-go/vercel-sandbox/sandbox/local/internal/osthread"
 )
 
 // The host's abstract unix sockets. With the host's network (Spec.Network)
@@ -44,11 +44,8 @@ func checkScope() error {
 		return fmt.Errorf("%w: Landlock ABI %d; scoping needs ABI 6, Linux 6.12", ErrNoScope, abi)
 	}
 	done := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread ends with the goroutine.
-		runtime.LockOSThread()
-		done <- restrictThread()
-	}()
+	// Never unlocked: the thread ends with the goroutine.
+	osthread.Go(func() { done <- restrictThread() })
 	if err := <-done; err != nil {
 		return fmt.Errorf("%w: %w", ErrNoScope, err)
 	}
@@ -87,10 +84,11 @@ type launcher struct {
 func newLauncher() (*launcher, error) {
 	l := &launcher{calls: make(chan func()), quit: make(chan struct{})}
 	ready := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread ends with the goroutine, and every
-		// bwrap it forked with it.
-		runtime.LockOSThread()
+	// Never unlocked: the thread ends with the goroutine, and every bwrap
+	// it forked with it. It is not the main thread, which the runtime
+	// never ends, and whose control group the process's memory is charged
+	// to (see package osthread).
+	osthread.Go(func() {
 		if err := restrictThread(); err != nil {
 			ready <- err
 			return
@@ -104,7 +102,7 @@ func newLauncher() (*launcher, error) {
 				return
 			}
 		}
-	}()
+	})
 	if err := <-ready; err != nil {
 		return nil, fmt.Errorf("isolate: the launcher's Landlock domain: %w", err)
 	}

@@ -1,10 +1,12 @@
 package sandbox_test
 
 import (
+	"context"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,4 +299,62 @@ func TestAutoResumeFailureComesFirst(t *testing.T) {
 	cmds := requests(e.srv, http.MethodPost, "/cmd")
 	require.Len(t, cmds, 1)
 	assert.Equal(t, http.StatusGone, cmds[0].Status)
+}
+
+// TestResumeEndsWithTheLastCallerWhoWantsIt: two calls share a resume that
+// hangs; the first to give up leaves it running for the other, and when the
+// second gives up too the resume request is cancelled before the call
+// returns, so nothing of it outlives them. The next call resumes afresh.
+func TestResumeEndsWithTheLastCallerWhoWantsIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var held atomic.Int32
+	hang := make(chan struct{})
+	cancelled := make(chan struct{}, 4)
+	c := proxy(t, e.srv, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		if r.Method == http.MethodGet && r.URL.Query().Get("resume") == "true" && held.Add(1) == 1 {
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+				cancelled <- struct{}{}
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+	sb, err := c.Create(t.Context(), sandbox.CreateParams{Name: "giving-up"})
+	require.NoError(t, err)
+	old := sb.SessionID()
+	require.NoError(t, e.srv.Stop(old))
+	require.NoError(t, sb.Refresh(t.Context()))
+
+	ctx1, cancel1 := context.WithCancel(t.Context())
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	errs := make(chan error, 2)
+	go func() { _, err := sb.Command("true").Run(ctx1); errs <- err }()
+	go func() { _, err := sb.Command("true").Run(ctx2); errs <- err }()
+	require.Eventually(t, func() bool { return held.Load() == 1 }, 5*time.Second, time.Millisecond, "the resume is held")
+
+	cancel1()
+	require.ErrorIs(t, <-errs, context.Canceled)
+	select {
+	case <-cancelled:
+		t.Fatal("the resume was cancelled while another call still waited for it")
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel2()
+	require.ErrorIs(t, <-errs, context.Canceled)
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the resume request went on after every call gave up")
+	}
+	assert.Equal(t, old, sb.SessionID(), "nothing resumed")
+
+	res, err := sb.Command("echo", "again").Run(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "again\n", string(res.Stdout))
+	assert.NotEqual(t, old, sb.SessionID())
+	assert.Equal(t, int32(2), held.Load(), "a fresh resume")
+	close(hang)
 }

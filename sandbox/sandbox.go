@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/sbx-go/vercel-sandbox/internal/apierr"
 	"github.com/sbx-go/vercel-sandbox/internal/conn"
 	"github.com/sbx-go/vercel-sandbox/internal/httpcore"
@@ -23,10 +21,12 @@ import (
 // stopped sandbox first when auto-resume is on. It is safe for concurrent
 // use.
 type Sandbox struct {
-	c      *Client
-	name   string
-	conn   *conn.Conn // what package command runs commands over
-	resume singleflight.Group
+	c    *Client
+	name string
+	conn *conn.Conn // what package command runs commands over
+
+	resumeMu sync.Mutex
+	resumes  map[string]*resumeFlight // by the session it resumes from
 
 	mu      sync.RWMutex
 	info    Info
@@ -124,46 +124,90 @@ func (s *Sandbox) Resume(ctx context.Context) (Session, error) {
 	return s.Session(), nil
 }
 
+// resumeFlight is one resume, shared by every caller that saw the same
+// session fail.
+type resumeFlight struct {
+	done    chan struct{} // closed when the resume has ended
+	err     error         // its outcome, once done is closed
+	waiters int           // callers waiting for it; guarded by Sandbox.resumeMu
+	cancel  context.CancelFunc
+}
+
 // resumeFrom resumes unless the session already moved on from staleID.
+// Concurrent callers share one resume, which goes on while any of them
+// waits for it (for at most 2 minutes) and ends when the last of them
+// gives up: no request outlives every call that wanted it.
 func (s *Sandbox) resumeFrom(ctx context.Context, staleID string) error {
 	if cur := s.SessionID(); cur != staleID && cur != "" {
 		return nil
 	}
-	ch := s.resume.DoChan(staleID, func() (any, error) {
-		// A caller that saw staleID before an earlier flight for it ended
-		// starts a flight of its own: the session has moved on already.
-		if cur := s.SessionID(); cur != staleID && cur != "" {
-			return nil, nil
-		}
-		// Shared by every caller that saw staleID fail; it must not die
-		// with the first caller's context.
+	s.resumeMu.Lock()
+	f := s.resumes[staleID]
+	if f == nil {
+		// Not the first caller's context: the others share the resume.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		rctx, op := s.c.start(rctx, observe.OpResume, slog.String(observe.KeySandbox, s.name),
-			slog.String(observe.KeyOldSession, staleID))
-		out, err := s.c.get(rctx, s.name, true)
-		if err != nil {
-			op.End(err)
-			return nil, err
+		f = &resumeFlight{done: make(chan struct{}), cancel: cancel}
+		if s.resumes == nil {
+			s.resumes = map[string]*resumeFlight{}
 		}
-		s.apply(out)
-		op.Set(slog.String(observe.KeySession, out.Session.ID), slog.Bool(observe.KeyResumed, out.Resumed))
-		op.End(nil)
-		if out.Resumed {
-			s.c.core.Logger().LogAttrs(rctx, slog.LevelInfo, "vercel sandbox: resumed sandbox",
-				slog.String("sandbox", s.name), slog.String("old_session", staleID), slog.String("session", out.Session.ID))
-			if s.c.onResume != nil {
-				s.c.onResume(ResumeEvent{SandboxName: s.name, OldSessionID: staleID, NewSessionID: out.Session.ID})
+		s.resumes[staleID] = f
+		go func() {
+			defer close(f.done)
+			f.err = s.resume(rctx, staleID)
+			cancel()
+			s.resumeMu.Lock()
+			if s.resumes[staleID] == f {
+				delete(s.resumes, staleID)
 			}
-		}
-		return nil, nil
-	})
-	select {
-	case r := <-ch:
-		return r.Err
-	case <-ctx.Done():
-		return ctx.Err()
+			s.resumeMu.Unlock()
+		}()
 	}
+	f.waiters++
+	s.resumeMu.Unlock()
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+	}
+	s.resumeMu.Lock()
+	f.waiters--
+	last := f.waiters == 0
+	if last && s.resumes[staleID] == f {
+		delete(s.resumes, staleID) // a later caller starts afresh
+	}
+	s.resumeMu.Unlock()
+	if last {
+		f.cancel()
+		<-f.done
+	}
+	return ctx.Err()
+}
+
+// resume asks for the sandbox with resume=true, unless the session has
+// moved on from staleID already (a caller saw it before an earlier resume
+// ended), and applies the answer.
+func (s *Sandbox) resume(ctx context.Context, staleID string) error {
+	if cur := s.SessionID(); cur != staleID && cur != "" {
+		return nil
+	}
+	ctx, op := s.c.start(ctx, observe.OpResume, slog.String(observe.KeySandbox, s.name),
+		slog.String(observe.KeyOldSession, staleID))
+	out, err := s.c.get(ctx, s.name, true)
+	if err != nil {
+		op.End(err)
+		return err
+	}
+	s.apply(out)
+	op.Set(slog.String(observe.KeySession, out.Session.ID), slog.Bool(observe.KeyResumed, out.Resumed))
+	op.End(nil)
+	if out.Resumed {
+		s.c.core.Logger().LogAttrs(ctx, slog.LevelInfo, "vercel sandbox: resumed sandbox",
+			slog.String("sandbox", s.name), slog.String("old_session", staleID), slog.String("session", out.Session.ID))
+		if s.c.onResume != nil {
+			s.c.onResume(ResumeEvent{SandboxName: s.name, OldSessionID: staleID, NewSessionID: out.Session.ID})
+		}
+	}
+	return nil
 }
 
 // needsResume reports an answer that means the session is no longer

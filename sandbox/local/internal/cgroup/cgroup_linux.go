@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -33,9 +32,11 @@ import (
 // Opening a file of a control group costs more than the rest of what a
 // command's group adds to it (tens of microseconds a file, against about
 // one for a write to a file already open), so each group keeps the files
-// it uses open while it exists, and Cgroups keeps the tasks files of this
-// process's own groups open, to which a thread that started a command in
-// a group returns.
+// a thread writes to join it open while it exists, and Cgroups keeps
+// those of this process's own groups, to which the thread returns. A
+// cgroup.procs file is opened for each read: on cgroup v1 an open one
+// goes on answering the list of pids it read first for a second after
+// each read.
 type Cgroups struct {
 	v2      string            // cgroup v2 parent directory, or ""
 	memory  string            // cgroup v1 memory parent, or ""
@@ -59,7 +60,6 @@ const maxIdle = 64
 type Cgroup struct {
 	dirs      []string   // one per controller, for cgroup v1
 	ctrls     []string   // the controller of each of dirs, for cgroup v1
-	procs     []*os.File // the cgroup.procs file of each of dirs, open for reading
 	tasks     []*os.File // cgroup v1: the tasks file of each of dirs, open for writing
 	dirFile   *os.File   // cgroup v2: the group's directory (CLONE_INTO_CGROUP)
 	memDir    string
@@ -212,12 +212,8 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 			return "", err
 		}
 		g.dirs, g.ctrls = append(g.dirs, dir), append(g.ctrls, ctrl)
-		procs, err := os.Open(filepath.Join(dir, "cgroup.procs"))
-		if err != nil {
-			return "", err
-		}
-		g.procs = append(g.procs, procs)
 		if ctrl == "" {
+			var err error
 			g.dirFile, err = os.Open(dir)
 			return dir, err
 		}
@@ -303,13 +299,12 @@ func (g *Cgroup) KillAll() {
 		_ = os.WriteFile(filepath.Join(g.dirs[last], "cgroup.kill"), []byte("1"), 0) // Linux 5.14
 	}
 	self := os.Getpid()
-	var buf []byte
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
-		var err error
-		if buf, err = readAll(g.procs[last], buf[:0]); err != nil {
+		data, err := os.ReadFile(filepath.Join(g.dirs[last], "cgroup.procs"))
+		if err != nil {
 			return
 		}
-		pids := strings.Fields(string(buf))
+		pids := strings.Fields(string(data))
 		if len(pids) == 0 {
 			return
 		}
@@ -319,25 +314,6 @@ func (g *Cgroup) KillAll() {
 			}
 		}
 		time.Sleep(100 * time.Microsecond) // the kernel releases the killed
-	}
-}
-
-// readAll reads the whole of f, a file of a control group, from its start
-// into buf, without moving f's offset.
-func readAll(f *os.File, buf []byte) ([]byte, error) {
-	if cap(buf) == 0 {
-		buf = make([]byte, 0, 512)
-	}
-	for {
-		n, err := f.ReadAt(buf[len(buf):cap(buf)], int64(len(buf)))
-		buf = buf[:len(buf)+n]
-		switch {
-		case errors.Is(err, io.EOF) || (err == nil && len(buf) < cap(buf)):
-			return buf, nil
-		case err != nil:
-			return buf, err
-		}
-		buf = append(buf, 0)[:len(buf)] // grow
 	}
 }
 
@@ -360,11 +336,12 @@ func (g *Cgroup) Release() {
 	g.Remove()
 }
 
-// empty reports whether no process is left in the group.
+// empty reports whether no process is left in the group. Its cgroup.procs
+// files are opened afresh: on cgroup v1 an open one goes on answering the
+// list of pids it read first for a second after each read.
 func (g *Cgroup) empty() bool {
-	var buf [64]byte
-	for _, f := range g.procs {
-		data, err := readAll(f, buf[:0])
+	for _, d := range g.dirs {
+		data, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
 		if err != nil || len(bytes.TrimSpace(data)) > 0 {
 			return false
 		}
@@ -428,7 +405,7 @@ func (g *Cgroup) Remove() {
 	if g == nil {
 		return
 	}
-	for _, f := range append(g.procs, g.tasks...) {
+	for _, f := range g.tasks {
 		_ = f.Close()
 	}
 	if g.dirFile != nil {

@@ -208,3 +208,33 @@ func TestStartInStrandedEndsWithItsGoroutine(t *testing.T) {
 	}
 	assert.Eventually(t, g.empty, 5*time.Second, 10*time.Millisecond, "the stranded thread ended: nothing of this process is left in the group")
 }
+
+// TestKillAllSeesWhatStartedSinceTheLastRead: a group found empty, then
+// given a command, is emptied by KillAll at once. On cgroup v1 a
+// cgroup.procs file kept open answers the list it read first for a second
+// after each read, so a KillAll through one saw the group still empty and
+// left the command running.
+func TestKillAllSeesWhatStartedSinceTheLastRead(t *testing.T) {
+	g := newTestCgroup(t)
+	for range 5 {
+		require.True(t, g.empty())
+		c := exec.Command("sleep", "60")
+		_, err := g.StartIn(func(into func(*syscall.SysProcAttr)) error {
+			c.SysProcAttr = &syscall.SysProcAttr{}
+			into(c.SysProcAttr)
+			return c.Start()
+		})
+		require.NoError(t, err)
+		g.KillAll()
+		waited := make(chan error, 1)
+		go func() { waited <- c.Wait() }()
+		select {
+		case err := <-waited:
+			require.Error(t, err, "killed")
+		case <-time.After(2 * time.Second):
+			_ = c.Process.Kill()
+			<-waited
+			t.Fatal("KillAll returned with the command still running")
+		}
+	}
+}

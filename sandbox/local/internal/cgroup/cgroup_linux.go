@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -61,6 +62,7 @@ type Cgroup struct {
 	dirs      []string   // one per controller, for cgroup v1
 	ctrls     []string   // the controller of each of dirs, for cgroup v1
 	tasks     []*os.File // cgroup v1: the tasks file of each of dirs, open for writing
+	pidsNow   *os.File   // its pids.current file, open for reading; nil without the pids controller
 	dirFile   *os.File   // cgroup v2: the group's directory (CLONE_INTO_CGROUP)
 	memDir    string
 	v2        bool
@@ -212,6 +214,13 @@ func (c *Cgroups) New(memory, pids int64) (*Cgroup, error) {
 			return "", err
 		}
 		g.dirs, g.ctrls = append(g.dirs, dir), append(g.ctrls, ctrl)
+		if ctrl == "pids" || (ctrl == "" && c.Pids()) {
+			f, err := os.Open(filepath.Join(dir, "pids.current"))
+			if err != nil {
+				return "", err
+			}
+			g.pidsNow = f
+		}
 		if ctrl == "" {
 			var err error
 			g.dirFile, err = os.Open(dir)
@@ -300,6 +309,9 @@ func (g *Cgroup) KillAll() {
 	}
 	self := os.Getpid()
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		if g.countsNone() {
+			return
+		}
 		data, err := os.ReadFile(filepath.Join(g.dirs[last], "cgroup.procs"))
 		if err != nil {
 			return
@@ -315,6 +327,24 @@ func (g *Cgroup) KillAll() {
 		}
 		time.Sleep(100 * time.Microsecond) // the kernel releases the killed
 	}
+}
+
+// countsNone reports whether the pids controller counts no process in the
+// group: a counter read through a file kept open (a single value, read
+// afresh on every read, unlike a list of pids), charged when a process is
+// forked, before it can run, and released when it has been reaped. A
+// group without the pids controller, or whose count is not zero, is
+// asked for its list of processes.
+func (g *Cgroup) countsNone() bool {
+	if g.pidsNow == nil {
+		return false
+	}
+	var buf [32]byte
+	n, err := g.pidsNow.ReadAt(buf[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false
+	}
+	return strings.TrimSpace(string(buf[:n])) == "0"
 }
 
 // Release hands back a group whose processes have ended: it is kept for
@@ -340,6 +370,9 @@ func (g *Cgroup) Release() {
 // files are opened afresh: on cgroup v1 an open one goes on answering the
 // list of pids it read first for a second after each read.
 func (g *Cgroup) empty() bool {
+	if g.countsNone() {
+		return true
+	}
 	for _, d := range g.dirs {
 		data, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
 		if err != nil || len(bytes.TrimSpace(data)) > 0 {
@@ -407,6 +440,9 @@ func (g *Cgroup) Remove() {
 	}
 	for _, f := range g.tasks {
 		_ = f.Close()
+	}
+	if g.pidsNow != nil {
+		_ = g.pidsNow.Close()
 	}
 	if g.dirFile != nil {
 		_ = g.dirFile.Close()

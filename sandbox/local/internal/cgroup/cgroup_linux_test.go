@@ -225,6 +225,9 @@ func TestKillAllSeesWhatStartedSinceTheLastRead(t *testing.T) {
 			return c.Start()
 		})
 		require.NoError(t, err)
+		if g.pidsNow != nil {
+			assert.False(t, g.countsNone(), "the pids controller counts the command at once")
+		}
 		g.KillAll()
 		waited := make(chan error, 1)
 		go func() { waited <- c.Wait() }()
@@ -236,5 +239,6 @@ func TestKillAllSeesWhatStartedSinceTheLastRead(t *testing.T) {
 			<-waited
 			t.Fatal("KillAll returned with the command still running")
 		}
+		assert.Eventually(t, g.countsNone, 2*time.Second, time.Millisecond, "the count is zero once it is reaped")
 	}
 }
